@@ -1,0 +1,97 @@
+"""The claims audit: what the paper says, what we measured, and the verdict.
+
+Each figure writes ``results/audit/<figure>.csv`` with the columns of
+:data:`COLUMNS`; :func:`gather` turns all of them into ``claims.md``.  A claim
+that fails is recorded, never raised: the pipeline goes on and the report
+shows it.
+
+Verdicts: ``pass`` (the measurement meets the criterion), ``fail`` (it does
+not), ``differs`` (a number the paper states is not what its stated setting
+gives; the ``measured`` text carries the evidence of which reading does).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from neurd.tables import atomic_path, write_text
+
+COLUMNS = ("figure", "claim", "paper_says", "measured", "criterion", "verdict")
+VERDICTS = ("pass", "fail", "differs")
+
+
+@dataclass(frozen=True)
+class Claim:
+    figure: str
+    claim: str
+    paper_says: str
+    measured: str
+    criterion: str
+    verdict: str
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+def verdict(ok: bool, otherwise: str = "fail") -> str:
+    """``"pass"`` when ``ok`` else ``otherwise`` (``"fail"`` or ``"differs"``)."""
+    return "pass" if ok else otherwise
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    """A number for the audit table: ``digits`` significant digits."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "nan"
+    return f"{x:.{digits}g}"
+
+
+def write_audit(claims: Sequence[Claim], path: str | os.PathLike) -> pd.DataFrame:
+    frame = pd.DataFrame([asdict(c) for c in claims], columns=list(COLUMNS))
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+    return frame
+
+
+def read_audits(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    frames = [pd.read_csv(p, dtype=str, keep_default_na=False) for p in paths]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    if list(frame.columns) != list(COLUMNS):
+        raise ValueError(f"audit tables must have columns {COLUMNS}, got {list(frame.columns)}")
+    return frame
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> pd.DataFrame:
+    """Write every figure's claims into one Markdown file, a table per figure."""
+    frame = read_audits(sorted(paths, key=lambda p: Path(p).stem))
+    counts = frame["verdict"].value_counts()
+    lines = [
+        "# Claims audit",
+        "",
+        "Every claim the paper makes about a figure, measured by the pipeline.",
+        "Verdicts: pass, fail (measured, criterion not met), differs (a number the",
+        "paper states that its stated setting does not give; the evidence says why).",
+        "",
+        "Totals: " + ", ".join(f"{v}: {int(counts.get(v, 0))}" for v in VERDICTS),
+        "",
+    ]
+    for figure, rows in frame.groupby("figure", sort=False):
+        lines += [f"## {figure}", "", "| claim | paper says | measured | criterion | verdict |",
+                  "| --- | --- | --- | --- | --- |"]
+        for row in rows.itertuples(index=False):
+            lines.append(
+                "| " + " | ".join(_cell(getattr(row, c)) for c in COLUMNS[1:]) + " |"
+            )
+        lines.append("")
+    write_text(out, "\n".join(lines))
+    return frame

@@ -1,0 +1,1 @@
+"""One module per paper figure: ``plot(...)`` draws it, ``claims(...)`` audits it."""

@@ -1,0 +1,1 @@
+"""Pipeline stages: config section in, tidy tables out (one module per stage)."""

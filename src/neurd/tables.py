@@ -1,0 +1,130 @@
+"""Tidy result tables: Parquet with provenance in the file's metadata.
+
+Every table the pipeline writes goes through :func:`write_table`, which
+
+* checks the frame has exactly the documented columns (in that order),
+* stores the column documentation, the config section that made the table,
+  its hash, the seed and the package version in the Parquet key-value
+  metadata (``neurd.*`` keys), and
+* writes to a temporary file in the same folder and renames it into place, so
+  an interrupted run never leaves a half-written table behind.
+
+:func:`read_metadata` gives the provenance back; ``pandas.read_parquet`` reads
+the data as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import neurd
+
+METADATA_PREFIX = "neurd."
+
+
+def canonical_json(value) -> str:
+    """JSON with sorted keys and no whitespace: the input of :func:`config_hash`."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_to_builtin)
+
+
+def _to_builtin(value):
+    if isinstance(value, Mapping):
+        return dict(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+
+
+def config_hash(config) -> str:
+    """First 16 hex digits of the SHA-256 of the canonical JSON of ``config``."""
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+
+    The temporary file keeps ``path``'s suffix so that writers which choose a
+    format from it (matplotlib) still work.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Atomically write a text file."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json(path: str | os.PathLike, value) -> None:
+    write_text(path, json.dumps(value, indent=2, sort_keys=True, default=_to_builtin) + "\n")
+
+
+def write_table(
+    frame: pd.DataFrame,
+    path: str | os.PathLike,
+    *,
+    columns: Mapping[str, str],
+    config: Mapping | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> None:
+    """Write ``frame`` to Parquet at ``path`` with its provenance.
+
+    ``columns`` maps each column name to its documentation and fixes the
+    column order; a frame with other columns is refused.  ``config`` is the
+    config section the table was computed from (stored with its hash and
+    seed); ``extra`` adds further ``neurd.<key>`` entries (JSON-encoded).
+    """
+    if list(frame.columns) != list(columns):
+        missing = [c for c in columns if c not in frame.columns]
+        unexpected = [c for c in frame.columns if c not in columns]
+        if missing or unexpected:
+            raise ValueError(
+                f"table {path}: columns do not match its documentation "
+                f"(missing {missing}, unexpected {unexpected})"
+            )
+        frame = frame[list(columns)]
+    table = pa.Table.from_pandas(frame.reset_index(drop=True), preserve_index=False)
+    metadata = dict(table.schema.metadata or {})
+    entries = {"version": neurd.__version__, "columns": dict(columns)}
+    if config is not None:
+        entries["config"] = config
+        entries["config_hash"] = config_hash(config)
+        if "seed" in config:
+            entries["seed"] = config["seed"]
+    entries.update(extra or {})
+    for key, value in entries.items():
+        metadata[(METADATA_PREFIX + key).encode()] = canonical_json(value).encode()
+    table = table.replace_schema_metadata(metadata)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """The ``neurd.*`` metadata of a table written by :func:`write_table`."""
+    raw = pq.read_schema(path).metadata or {}
+    prefix = METADATA_PREFIX.encode()
+    return {
+        key[len(prefix):].decode(): json.loads(value)
+        for key, value in raw.items()
+        if key.startswith(prefix)
+    }
