@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import pkgutil
 import sys
 import time
 
@@ -17,30 +18,18 @@ import pandas as pd
 
 log = logging.getLogger("neurd")
 
-FIGURES = ("fig1", "fig2")
 
 
-def _matrix_sweep(args) -> None:
-    from neurd.config import load_snapshot
-    from neurd.pipeline import matrix
-    from neurd.tables import write_table
-
-    cfg = load_snapshot(args.config)
-    rewards = cfg["rewards"]
-    sweep = matrix.sweep(cfg, rewards["win"], rewards["loss"])
-    write_table(sweep, args.sweep, columns=matrix.SWEEP_COLUMNS, config=cfg)
-    write_table(matrix.tuned(sweep), args.tuned, columns=matrix.SWEEP_COLUMNS, config=cfg,
-                extra={"selection": "lowest final regret per (algorithm, forfeit, horizon)"})
-    write_table(matrix.readings(cfg), args.readings, columns=matrix.READING_COLUMNS, config=cfg)
+def _modules(package: str) -> list[str]:
+    """Names of the modules of a subpackage of neurd."""
+    path = importlib.import_module(package).__path__
+    return sorted(m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_"))
 
 
-def _matrix_trajectories(args) -> None:
-    from neurd.config import load_snapshot
-    from neurd.pipeline import matrix
-    from neurd.tables import write_table
-
-    cfg = load_snapshot(args.config)
-    write_table(matrix.trajectories(cfg), args.out, columns=matrix.TRAJECTORY_COLUMNS, config=cfg)
+# Every module of neurd.pipeline adds its steps with register(subparsers);
+# every module of neurd.figures except `style` is a figure with INPUTS and make().
+STAGES = _modules("neurd.pipeline")
+FIGURES = [name for name in _modules("neurd.figures") if name != "style"]
 
 
 def _figure(args) -> None:
@@ -82,17 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neurd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
 
-    p = sub.add_parser("matrix-sweep", help="Fig 1 tables: regret over horizons x step sizes")
-    p.add_argument("--config", required=True, help="matrix config snapshot (JSON)")
-    p.add_argument("--sweep", required=True, help="output: regret_sweep.parquet")
-    p.add_argument("--tuned", required=True, help="output: regret_vs_horizon.parquet")
-    p.add_argument("--readings", required=True, help="output: reward_readings.parquet")
-    p.set_defaults(func=_matrix_sweep)
-
-    p = sub.add_parser("matrix-trajectories", help="Fig 2 table: logits and policies by round")
-    p.add_argument("--config", required=True, help="matrix config snapshot (JSON)")
-    p.add_argument("--out", required=True, help="output: trajectories.parquet")
-    p.set_defaults(func=_matrix_trajectories)
+    for stage in STAGES:
+        importlib.import_module(f"neurd.pipeline.{stage}").register(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")
     p.add_argument("name", choices=FIGURES)

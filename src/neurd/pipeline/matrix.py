@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from neurd import regret
+from neurd.config import load_snapshot
+from neurd.tables import write_table
 
 log = logging.getLogger(__name__)
 
@@ -148,3 +150,36 @@ def refined_optimum(step_sizes, regrets) -> tuple[float, bool]:
     a, b, _ = np.polyfit(x[i - 1:i + 2], y[i - 1:i + 2], 2)
     vertex = -b / (2 * a) if a > 0 else x[i]
     return float(10 ** np.clip(vertex, x[i - 1], x[i + 1])), True
+
+
+# --- command-line steps -------------------------------------------------------
+
+
+def _sweep_step(args) -> None:
+    cfg = load_snapshot(args.config)
+    rewards = cfg["rewards"]
+    table = sweep(cfg, rewards["win"], rewards["loss"])
+    write_table(table, args.sweep, columns=SWEEP_COLUMNS, config=cfg)
+    write_table(tuned(table), args.tuned, columns=SWEEP_COLUMNS, config=cfg,
+                extra={"selection": "lowest final regret per (algorithm, forfeit, horizon)"})
+    write_table(readings(cfg), args.readings, columns=READING_COLUMNS, config=cfg)
+
+
+def _trajectories_step(args) -> None:
+    cfg = load_snapshot(args.config)
+    write_table(trajectories(cfg), args.out, columns=TRAJECTORY_COLUMNS, config=cfg)
+
+
+def register(sub) -> None:
+    """Add this stage's steps to the ``neurd`` command line."""
+    p = sub.add_parser("matrix-sweep", help="Fig 1 tables: regret over horizons x step sizes")
+    p.add_argument("--config", required=True, help="matrix config snapshot (JSON)")
+    p.add_argument("--sweep", required=True, help="output: regret_sweep.parquet")
+    p.add_argument("--tuned", required=True, help="output: regret_vs_horizon.parquet")
+    p.add_argument("--readings", required=True, help="output: reward_readings.parquet")
+    p.set_defaults(func=_sweep_step)
+
+    p = sub.add_parser("matrix-trajectories", help="Fig 2 table: logits and policies by round")
+    p.add_argument("--config", required=True, help="matrix config snapshot (JSON)")
+    p.add_argument("--out", required=True, help="output: trajectories.parquet")
+    p.set_defaults(func=_trajectories_step)
