@@ -9,8 +9,10 @@ rule claims_audit:
         report("results/audit/claims.md", caption="../report/claims.rst", category="Audit"),
     log:
         "results/logs/claims_audit.log",
+    conda:
+        CONDA_ENV
     shell:
-        "{NEURD} audit-gather --out {output} {input} > {log} 2>&1"
+        "neurd audit-gather --out {output} {input} > {log} 2>&1"
 
 
 rule provenance:
@@ -24,5 +26,7 @@ rule provenance:
         "results/provenance.json",
     log:
         "results/logs/provenance.log",
+    conda:
+        CONDA_ENV
     shell:
-        "{NEURD} provenance --config {input.cfg} --out {output} > {log} 2>&1"
+        "neurd provenance --config {input.cfg} --out {output} > {log} 2>&1"

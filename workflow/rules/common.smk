@@ -1,13 +1,23 @@
 # Shared definitions: how rules call the package, config snapshots, figure list.
-import shlex
+import os
+import shutil
 import sys
 
 from neurd.config import section
 from neurd.tables import write_json
 
-# Rules call the package's command-line steps with the interpreter running
-# Snakemake, so no virtual environment needs activating.
-NEURD = shlex.quote(sys.executable) + " -m neurd.cli"
+# Rules call the package's command-line steps (`neurd <step>`).  When Snakemake
+# runs from a virtual environment that is not activated, put that
+# environment's scripts on PATH so jobs find the same `neurd`.
+envvars:
+    "PATH",
+
+
+if shutil.which("neurd") is None:
+    search_path = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
+    os.environ["PATH"] = search_path
+
+CONDA_ENV = "../envs/neurd.yaml"
 
 # Paper figures made by this workflow; each writes results/audit/<figure>.csv.
 FIGURES = ["fig1", "fig2"]
@@ -23,6 +33,10 @@ rule config_snapshot:
         cfg=lambda wildcards: config if wildcards.section == "all" else section(config, wildcards.section),
     wildcard_constraints:
         section="all|matrix",
+    log:
+        "results/logs/config_snapshot_{section}.log",
     localrule: True
     run:
         write_json(output[0], params.cfg)
+        with open(log[0], "w") as handle:
+            print(f"wrote {output[0]}", file=handle)

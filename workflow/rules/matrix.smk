@@ -18,8 +18,10 @@ rule regret_sweep:
     resources:
         mem_mb=2000,
         runtime=30,
+    conda:
+        CONDA_ENV
     shell:
-        "{NEURD} matrix-sweep --config {input.cfg} --sweep {output.sweep}"
+        "neurd matrix-sweep --config {input.cfg} --sweep {output.sweep}"
         " --tuned {output.tuned} --readings {output.readings} > {log} 2>&1"
 
 
@@ -34,8 +36,10 @@ rule regret_trajectories:
     resources:
         mem_mb=1000,
         runtime=10,
+    conda:
+        CONDA_ENV
     shell:
-        "{NEURD} matrix-trajectories --config {input.cfg} --out {output} > {log} 2>&1"
+        "neurd matrix-trajectories --config {input.cfg} --out {output} > {log} 2>&1"
 
 
 rule fig1:
@@ -50,8 +54,10 @@ rule fig1:
         audit="results/audit/fig1.csv",
     log:
         "results/logs/fig1.log",
+    conda:
+        CONDA_ENV
     shell:
-        "{NEURD} figure fig1 --config {input.cfg} --input sweep={input.sweep}"
+        "neurd figure fig1 --config {input.cfg} --input sweep={input.sweep}"
         " --input tuned={input.tuned} --input readings={input.readings}"
         " --png {output.png} --pdf {output.pdf} --audit {output.audit} > {log} 2>&1"
 
@@ -68,7 +74,9 @@ rule fig2:
         audit="results/audit/fig2.csv",
     log:
         "results/logs/fig2.log",
+    conda:
+        CONDA_ENV
     shell:
-        "{NEURD} figure fig2 --config {input.cfg} --input trajectories={input.trajectories}"
+        "neurd figure fig2 --config {input.cfg} --input trajectories={input.trajectories}"
         " --input sweep={input.sweep} --input readings={input.readings}"
         " --png {output.png} --pdf {output.pdf} --audit {output.audit} > {log} 2>&1"

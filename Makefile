@@ -1,0 +1,50 @@
+# Two commands do all set-up on a fresh machine with Python 3.11 and pip:
+#   make figures   # every figure at the default scale (results/figures/)
+#   make test      # the test suite
+# Both create .venv from requirements.lock when it is missing or stale.
+
+PYTHON ?= python3
+VENV ?= .venv
+CORES ?= 2
+CONFIG ?= workflow/config/default.yaml
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: figures smoke paper test lint report lock clean-results
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+figures: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+
+smoke: CONFIG = workflow/config/smoke.yaml
+smoke: figures
+
+paper: CONFIG = workflow/config/paper.yaml
+paper: figures
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint
+
+report: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html
+
+# Refresh the pinned versions from pyproject.toml's lower bounds (in a scratch venv).
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --upgrade pip
+	.lock-venv/bin/python -m pip install --quiet ".[test]"
+	.lock-venv/bin/python -m pip freeze --exclude neurd > requirements.lock
+	rm -rf .lock-venv
+
+clean-results:
+	rm -rf results/matrix results/rps results/tabular results/games results/figures \
+	       results/audit results/config results/logs results/benchmarks results/provenance.json

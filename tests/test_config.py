@@ -1,0 +1,84 @@
+"""Config: the schema fills defaults and names every bad key before any job runs."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import validate
+from snakemake_interface_common.exceptions import WorkflowError
+
+from neurd.config import ConfigError, check, section
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = str(ROOT / "workflow/schemas/config.schema.yaml")
+SCALES = ["smoke", "default", "paper"]
+
+
+def _load(scale: str) -> dict:
+    """A scale's config as Snakemake builds it: default.yaml, then the scale on top."""
+    def merge(base, top):
+        for key, value in top.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                merge(base[key], value)
+            else:
+                base[key] = value
+        return base
+
+    config = yaml.safe_load((ROOT / "workflow/config/default.yaml").read_text())
+    return merge(config, yaml.safe_load((ROOT / f"workflow/config/{scale}.yaml").read_text()))
+
+
+def _validated(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    validate(config, SCHEMA)
+    check(config)
+    return config
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_scale_is_valid(scale):
+    config = _validated(_load(scale))
+    assert config["scale"] == scale
+    assert section(config, "matrix")["seed"] == config["seed"]
+
+
+def test_defaults_are_filled():
+    config = _validated({})
+    assert config["seed"] == 0
+    assert config["matrix"]["switch_fraction"] == 0.4
+    assert config["matrix"]["figure2"] == {"horizon": 100, "step_size": 0.21, "forfeit": True}
+
+
+def _error(config: dict) -> str:
+    with pytest.raises((WorkflowError, ConfigError)) as info:
+        _validated(config)
+    return str(info.value)
+
+
+def test_unknown_key_is_named():
+    assert "'horizon_list' was unexpected" in _error({"matrix": {"horizon_list": [10]}})
+    assert "'sedd' was unexpected" in _error({"sedd": 3})
+
+
+def test_wrong_type_is_named():
+    message = _error({"matrix": {"switch_fraction": "forty percent"}})
+    assert "is not of type 'number'" in message and "['matrix']['switch_fraction']" in message
+
+
+def test_non_positive_horizon_is_named():
+    message = _error({"matrix": {"horizons": [10, 0, 100]}})
+    assert "['matrix']['horizons'][1]" in message
+
+
+def test_non_positive_step_size_is_named():
+    message = _error({"matrix": {"step_sizes": {"min": 0.0}}})
+    assert "['matrix']['step_sizes']['min']" in message
+    message = _error({"matrix": {"figure2": {"step_size": -0.21}}})
+    assert "['matrix']['figure2']['step_size']" in message
+
+
+def test_cross_field_checks_name_the_key():
+    assert "matrix.step_sizes.max" in _error({"matrix": {"step_sizes": {"min": 10.0, "max": 1.0}}})
+    assert "matrix.figure2.horizon" in _error({"matrix": {"horizons": [10, 200, 1000]}})
+    assert "matrix.fit_min_horizon" in _error({"matrix": {"fit_min_horizon": 100000}})

@@ -1,0 +1,58 @@
+"""The dependency lists stay in step: pyproject.toml, environment.yml, requirements.lock."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pyproject_requirements() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = project["dependencies"] + project["optional-dependencies"]["test"]
+    return {_canonical(Requirement(s).name): str(Requirement(s).specifier) for s in specs}
+
+
+def _environment_requirements(path: str = "environment.yml") -> dict[str, str]:
+    env = yaml.safe_load((ROOT / path).read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    reqs = [Requirement(s) for s in pip if not s.startswith("-e")]
+    return {_canonical(r.name): str(r.specifier) for r in reqs}
+
+
+def _locked() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[_canonical(name)] = version
+    return pins
+
+
+@pytest.mark.parametrize("path", ["environment.yml", "workflow/envs/neurd.yaml"])
+def test_conda_environments_mirror_pyproject(path):
+    assert _environment_requirements(path) == _pyproject_requirements()
+
+
+def test_lock_pins_every_dependency_within_its_bounds():
+    pins = _locked()
+    for name, specifier in _pyproject_requirements().items():
+        assert name in pins, f"{name} is not pinned in requirements.lock (run `make lock`)"
+        assert Requirement(f"{name}{specifier}").specifier.contains(pins[name]), (
+            f"requirements.lock pins {name}=={pins[name]}, outside pyproject's {specifier}"
+        )
+
+
+def test_lock_pins_exact_versions():
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", line.strip()), line

@@ -1,0 +1,68 @@
+"""Tables carry their provenance; writes are atomic; the audit gathers every figure."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from neurd import audit, provenance
+from neurd.tables import atomic_path, config_hash, read_metadata, write_table
+
+COLUMNS = {"x": "an integer", "y": "a float"}
+
+
+def test_table_metadata_round_trip(tmp_path):
+    cfg = {"seed": 7, "horizons": [1, 2]}
+    path = tmp_path / "sub" / "t.parquet"
+    write_table(pd.DataFrame({"y": [0.5, 1.5], "x": [1, 2]}), path, columns=COLUMNS, config=cfg)
+    frame = pd.read_parquet(path)
+    assert list(frame.columns) == ["x", "y"]  # documented order
+    meta = read_metadata(path)
+    assert meta["config"] == cfg and meta["seed"] == 7
+    assert meta["config_hash"] == config_hash(cfg) != config_hash({**cfg, "seed": 8})
+    assert meta["columns"] == COLUMNS
+    assert list(tmp_path.joinpath("sub").iterdir()) == [path]  # no temporary left
+
+
+def test_undocumented_columns_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"missing \['y'\], unexpected \['z'\]"):
+        write_table(pd.DataFrame({"x": [1], "z": [2]}), tmp_path / "t.parquet", columns=COLUMNS)
+
+
+def test_interrupted_write_leaves_nothing(tmp_path):
+    path = tmp_path / "out.csv"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(path) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed")
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_claims_gather(tmp_path):
+    audit.write_audit([audit.Claim("fig9", "a | b", "says", "1.0", "> 0", "pass")],
+                      tmp_path / "fig9.csv")
+    audit.write_audit([audit.Claim("fig8", "c", "says", "2", "< 1", "fail"),
+                       audit.Claim("fig8", "d", "says", "3", "= 2", "differs")],
+                      tmp_path / "fig8.csv")
+    frame = audit.gather([tmp_path / "fig9.csv", tmp_path / "fig8.csv"], tmp_path / "claims.md")
+    assert list(frame.figure) == ["fig8", "fig8", "fig9"]
+    text = (tmp_path / "claims.md").read_text()
+    assert "Totals: pass: 1, fail: 1, differs: 1" in text
+    assert "a \\| b" in text and text.index("## fig8") < text.index("## fig9")
+
+
+def test_bad_verdict_refused():
+    with pytest.raises(ValueError, match="verdict"):
+        audit.Claim("f", "c", "p", "m", "c", "maybe")
+
+
+def test_provenance_records_everything():
+    cfg = {"seed": 3, "scale": "smoke", "matrix": {"horizons": [1]}}
+    record = provenance.collect(cfg)
+    for key in ("git", "packages", "config", "config_hash", "section_hashes", "seed", "machine"):
+        assert key in record
+    assert record["seed"] == 3 and record["packages"]["jax"]
+    assert record["section_hashes"]["matrix"] == config_hash({"seed": 3, "horizons": [1]})
+    json.dumps(record)

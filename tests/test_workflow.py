@@ -1,0 +1,142 @@
+"""The whole pipeline at the smoke scale, end to end, in a temporary copy.
+
+Checks every documented table (path and columns), every figure, the audit and
+the provenance; that a finished run has nothing left to do; that `snakemake
+--lint` is clean; and that a bad config is refused, naming the key, before any
+job runs.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from neurd.audit import COLUMNS as AUDIT_COLUMNS
+from neurd.tables import read_metadata
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+# Documented tables: path -> leading columns (a table may add columns after these).
+TABLES = {
+    "results/matrix/regret_sweep.parquet": ["algorithm", "forfeit", "horizon", "step_size", "regret"],
+    "results/matrix/regret_vs_horizon.parquet": ["algorithm", "forfeit", "horizon", "step_size", "regret"],
+    "results/matrix/reward_readings.parquet": ["reading", "win", "loss", "algorithm", "forfeit",
+                                               "horizon", "step_size", "regret"],
+    "results/matrix/trajectories.parquet": ["algorithm", "round", "action", "logit", "probability"],
+}
+SECTION_OF = {"results/matrix/": "matrix"}
+FIGURES = ["fig1", "fig2"]
+
+pytestmark = pytest.mark.workflow
+
+
+def _copy_workflow(dest: Path) -> Path:
+    for name in ("Snakefile", "workflow", "profiles"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
+    return dest
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*SNAKEMAKE, *args], cwd=workdir, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    workdir = _copy_workflow(tmp_path_factory.mktemp("smoke"))
+    done = _snakemake(workdir, "--cores", "2", "--configfile", "workflow/config/smoke.yaml")
+    assert done.returncode == 0, done.stderr[-5000:]
+    return workdir
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_documented_tables(smoke_run, table):
+    path = smoke_run / table
+    frame = pd.read_parquet(path)
+    assert list(frame.columns[: len(TABLES[table])]) == TABLES[table]
+    assert len(frame) > 0 and not frame.isna().all().any()
+    meta = read_metadata(path)
+    assert set(meta["columns"]) == set(frame.columns)
+    provenance = json.loads((smoke_run / "results/provenance.json").read_text())
+    section = next(s for prefix, s in SECTION_OF.items() if table.startswith(prefix))
+    assert meta["config_hash"] == provenance["section_hashes"][section]
+    assert meta["seed"] == provenance["seed"]
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_figures_and_their_audit(smoke_run, figure):
+    png = smoke_run / f"results/figures/{figure}.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    assert (smoke_run / f"results/figures/{figure}.pdf").read_bytes()[:5] == b"%PDF-"
+    claims = pd.read_csv(smoke_run / f"results/audit/{figure}.csv")
+    assert list(claims.columns) == list(AUDIT_COLUMNS)
+    assert len(claims) >= 3 and set(claims.figure) == {figure}
+    assert set(claims.verdict) <= {"pass", "fail", "differs"}
+
+
+def test_claims_md_gathers_every_figure(smoke_run):
+    text = (smoke_run / "results/audit/claims.md").read_text()
+    for figure in FIGURES:
+        assert f"## {figure}" in text
+
+
+def test_provenance(smoke_run):
+    record = json.loads((smoke_run / "results/provenance.json").read_text())
+    assert record["config"]["scale"] == "smoke"
+    assert record["packages"]["snakemake"].startswith("9.")
+    assert record["machine"]["cpu_count"] >= 1
+
+
+def test_finished_run_has_nothing_to_do(smoke_run):
+    dry = _snakemake(smoke_run, "--cores", "2", "--configfile", "workflow/config/smoke.yaml", "-n")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+
+
+def test_steps_are_deterministic(smoke_run, tmp_path):
+    """Rerunning a step by hand from its config snapshot gives identical numbers."""
+    out = {name: tmp_path / f"{name}.parquet" for name in ("sweep", "tuned", "readings")}
+    subprocess.run(
+        [sys.executable, "-m", "neurd.cli", "matrix-sweep", "--config",
+         str(smoke_run / "results/config/matrix.json"),
+         *(f"--{k}={v}" for k, v in out.items())],
+        check=True, capture_output=True,
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(out["sweep"]), pd.read_parquet(smoke_run / "results/matrix/regret_sweep.parquet")
+    )
+
+
+def test_lint_is_clean(tmp_path):
+    workdir = _copy_workflow(tmp_path)
+    lint = _snakemake(workdir, "--lint")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "Lints for" not in lint.stdout + lint.stderr
+
+
+@pytest.mark.parametrize("bad, named", [
+    ("matrix:\n  horizon_list: [10]\n", "'horizon_list' was unexpected"),
+    ("matrix:\n  horizons: [10, -5, 100]\n", "['matrix']['horizons'][1]"),
+    ("matrix:\n  step_sizes: {min: 0.0}\n", "['matrix']['step_sizes']['min']"),
+    ("matrix:\n  step_sizes: {min: 10.0, max: 1.0}\n", "matrix.step_sizes.max"),
+])
+def test_bad_config_is_refused_before_any_job(tmp_path, bad, named):
+    workdir = _copy_workflow(tmp_path)
+    (workdir / "bad.yaml").write_text(bad)
+    run = _snakemake(workdir, "--cores", "1", "--configfile", "bad.yaml")
+    assert run.returncode != 0
+    assert named in run.stdout + run.stderr
+    assert not (workdir / "results").exists()
+
+
+def test_html_report(smoke_run):
+    report = _snakemake(smoke_run, "--configfile", "workflow/config/smoke.yaml",
+                        "--report", "results/report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (smoke_run / "results/report.html").read_text(errors="replace")
+    for figure in FIGURES:
+        assert f"{figure}.png" in html
