@@ -28,9 +28,26 @@ TABLES = {
     "results/matrix/reward_readings.parquet": ["reading", "win", "loss", "algorithm", "forfeit",
                                                "horizon", "step_size", "regret"],
     "results/matrix/trajectories.parquet": ["algorithm", "round", "action", "logit", "probability"],
+    "results/rps/nashconv_biased.parquet": ["algorithm", "trajectory", "iteration", "phase", "nu",
+                                            "nash_conv"],
+    "results/rps/nashconv_nonstationary.parquet": ["algorithm", "trajectory", "iteration", "phase",
+                                                   "nu", "nash_conv"],
+    "results/rps/nashconv_biased_ci.parquet": ["algorithm", "iteration", "phase", "mean", "ci_low",
+                                               "ci_high"],
+    "results/rps/nashconv_nonstationary_ci.parquet": ["algorithm", "iteration", "phase", "mean",
+                                                      "ci_low", "ci_high"],
+    "results/rps/nonstationary_readings.parquet": ["restart_average", "algorithm", "iteration",
+                                                   "phase", "nu", "mean_nash_conv"],
+    "results/rps/flows.parquet": ["panel", "algorithm", "nu", "start", "time", "series", "rock",
+                                  "paper", "scissors"],
+    "results/rps/vector_field.parquet": ["nu", "algorithm", "rock", "paper", "scissors", "d_rock",
+                                         "d_paper", "d_scissors", "speed"],
+    "results/rps/speed_ratio.parquet": ["nu", "rock", "paper", "scissors", "speed_rd", "speed_pg",
+                                        "ratio"],
+    "results/rps/nash_sets.parquet": ["nu", "action", "closed_form", "lower", "upper", "unique"],
 }
-SECTION_OF = {"results/matrix/": "matrix"}
-FIGURES = ["fig1", "fig2"]
+SECTION_OF = {"results/matrix/": "matrix", "results/rps/": "rps"}
+FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5"]
 
 pytestmark = pytest.mark.workflow
 
@@ -123,6 +140,9 @@ def test_lint_is_clean(tmp_path):
     ("matrix:\n  horizons: [10, -5, 100]\n", "['matrix']['horizons'][1]"),
     ("matrix:\n  step_sizes: {min: 0.0}\n", "['matrix']['step_sizes']['min']"),
     ("matrix:\n  step_sizes: {min: 10.0, max: 1.0}\n", "matrix.step_sizes.max"),
+    ("rps:\n  dt: 0\n", "['rps']['dt']"),
+    ("rps:\n  bootstrap: {method: bca}\n", "['rps']['bootstrap']['method']"),
+    ("rps:\n  portraits: {starts: [[0.5, 0.3, 0.3]]}\n", "rps.portraits.starts[0]"),
 ])
 def test_bad_config_is_refused_before_any_job(tmp_path, bad, named):
     workdir = _copy_workflow(tmp_path)

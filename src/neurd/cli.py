@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # matplotlib's PDF font subsetting logs every glyph table at INFO
+    logging.getLogger("fontTools").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     start = time.perf_counter()
     args.func(args)

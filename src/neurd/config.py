@@ -47,26 +47,41 @@ def _require(ok: bool, key: str, message: str) -> None:
 
 def check(config: Mapping) -> None:
     """Cross-field checks; raises :class:`ConfigError` naming the key."""
-    matrix = config.get("matrix")
-    if matrix:
-        grid = matrix["step_sizes"]
-        _require(grid["max"] > grid["min"], "matrix.step_sizes.max",
-                 f"must exceed matrix.step_sizes.min ({grid['min']}), got {grid['max']}")
-        horizons = matrix["horizons"]
-        _require(len(set(horizons)) == len(horizons), "matrix.horizons",
-                 f"must not repeat a horizon, got {horizons}")
-        _require(matrix["fit_min_horizon"] < max(horizons), "matrix.fit_min_horizon",
-                 f"must be below the longest horizon ({max(horizons)}) so a slope can be fitted")
-        _require(sum(h >= matrix["fit_min_horizon"] for h in horizons) >= 2,
-                 "matrix.fit_min_horizon",
-                 "leaves fewer than two horizons to fit a growth rate on")
-        fig2 = matrix["figure2"]
-        _require(fig2["horizon"] in horizons, "matrix.figure2.horizon",
-                 f"must be one of matrix.horizons {horizons}: the audit checks the step size "
-                 "the paper tuned at that horizon")
-        rewards = matrix["rewards"]
-        _require(rewards["win"] > rewards["loss"], "matrix.rewards.win",
-                 f"must exceed matrix.rewards.loss, got win={rewards['win']} loss={rewards['loss']}")
+    if config.get("matrix"):
+        _check_matrix(config["matrix"])
+    if config.get("rps"):
+        _check_rps(config["rps"])
+
+
+def _check_matrix(matrix: Mapping) -> None:
+    grid = matrix["step_sizes"]
+    _require(grid["max"] > grid["min"], "matrix.step_sizes.max",
+             f"must exceed matrix.step_sizes.min ({grid['min']}), got {grid['max']}")
+    horizons = matrix["horizons"]
+    _require(len(set(horizons)) == len(horizons), "matrix.horizons",
+             f"must not repeat a horizon, got {horizons}")
+    _require(matrix["fit_min_horizon"] < max(horizons), "matrix.fit_min_horizon",
+             f"must be below the longest horizon ({max(horizons)}) so a slope can be fitted")
+    _require(sum(h >= matrix["fit_min_horizon"] for h in horizons) >= 2,
+             "matrix.fit_min_horizon",
+             "leaves fewer than two horizons to fit a growth rate on")
+    fig2 = matrix["figure2"]
+    _require(fig2["horizon"] in horizons, "matrix.figure2.horizon",
+             f"must be one of matrix.horizons {horizons}: the audit checks the step size "
+             "the paper tuned at that horizon")
+    rewards = matrix["rewards"]
+    _require(rewards["win"] > rewards["loss"], "matrix.rewards.win",
+             f"must exceed matrix.rewards.loss, got win={rewards['win']} loss={rewards['loss']}")
+
+
+def _check_rps(rps: Mapping) -> None:
+    portraits = rps["portraits"]
+    _require(portraits["average_time"] > portraits["flow_time"], "rps.portraits.average_time",
+             f"must exceed rps.portraits.flow_time ({portraits['flow_time']}), "
+             f"got {portraits['average_time']}")
+    for i, start in enumerate(portraits["starts"]):
+        _require(abs(sum(start) - 1.0) < 1e-9, f"rps.portraits.starts[{i}]",
+                 f"must sum to 1 (a policy over R, P, S), got {start}")
 
 
 def load_snapshot(path: str | os.PathLike) -> dict:

@@ -20,7 +20,7 @@ if shutil.which("neurd") is None:
 CONDA_ENV = "../envs/neurd.yaml"
 
 # Paper figures made by this workflow; each writes results/audit/<figure>.csv.
-FIGURES = ["fig1", "fig2"]
+FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5"]
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
 
 
@@ -32,7 +32,7 @@ rule config_snapshot:
     params:
         cfg=lambda wildcards: config if wildcards.section == "all" else section(config, wildcards.section),
     wildcard_constraints:
-        section="all|matrix",
+        section="all|matrix|rps",
     log:
         "results/logs/config_snapshot_{section}.log",
     localrule: True

@@ -15,6 +15,7 @@ import pandas as pd
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
 from neurd.matrix_games import matching_pennies_utilities
+from neurd.stats import loglog_slope
 
 FIGURE = "fig1"
 CURVES = [("spg", False), ("spg", True), ("hedge", False), ("hedge", True)]
@@ -27,14 +28,6 @@ def _label(algorithm: str, forfeit: bool) -> str:
 def _curve(tuned: pd.DataFrame, algorithm: str, forfeit: bool) -> pd.DataFrame:
     rows = tuned[(tuned.algorithm == algorithm) & (tuned.forfeit == forfeit)]
     return rows.sort_values("horizon")
-
-
-def loglog_slope(horizon, regret) -> float:
-    """Least-squares slope of log(regret) against log(horizon)."""
-    horizon, regret = np.asarray(horizon, float), np.asarray(regret, float)
-    if len(horizon) < 2 or np.any(regret <= 0):
-        return float("nan")
-    return float(np.polyfit(np.log(horizon), np.log(regret), 1)[0])
 
 
 def linear_fit(horizon, regret) -> tuple[float, float, float]:

@@ -1,0 +1,130 @@
+"""Figure 4a: NashConv of the time-average NeuRD and SPG policies in biased RPS.
+
+Continuous-time NeuRD (``dy/dt = A``) and SPG (``dy/dt = pi * A``) integrated
+with explicit Euler (dt = one iteration) from initial policies drawn
+uniformly from the simplex; mean NashConv over trajectories with its shaded
+bootstrap confidence band, log-log axes.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from neurd.audit import Claim, fmt, verdict
+from neurd.figures import style
+from neurd.stats import first_crossing, loglog_slope
+
+FIGURE = "fig4a"
+INPUTS = ("nashconv", "ci")
+ALGORITHMS = ("neurd", "spg")
+
+# Audit thresholds, fixed before looking at the results: over the last decade
+# of iterations a log-log slope <= -0.25 (NashConv falls >= 44% per decade) is
+# "still falling"; |slope| <= 0.1 (changes < 26% per decade) is "plateau".
+FALLING_SLOPE = -0.25
+PLATEAU_SLOPE = 0.1
+LEVELS = (0.5, 0.1)          # "faster": first iteration at these fractions of the start
+STUCK = 1.0                  # a trajectory whose final NashConv exceeds this has not converged
+
+
+def _curve(ci: pd.DataFrame, algorithm: str) -> pd.DataFrame:
+    return ci[ci.algorithm == algorithm].sort_values("iteration")
+
+
+def plot(ci: pd.DataFrame, cfg: Mapping, n_trajectories: int):
+    import matplotlib.pyplot as plt
+
+    style.setup()
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for algorithm in ALGORITHMS:
+        c = _curve(ci, algorithm)
+        color = style.PALETTE[algorithm]
+        ax.plot(c.iteration, c["mean"], color=color, label=style.LABELS[algorithm])
+        ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25, linewidth=0)
+    b = cfg["bootstrap"]
+    ax.set(xscale="log", yscale="log", xlabel=f"iteration (Euler step dt = {cfg['dt']:g})",
+           ylabel="NashConv of the time-average policy",
+           title=rf"Biased RPS ($\nu$ = {cfg['biased']['nu']:g}): mean of {n_trajectories} "
+                 f"starts,\n{int(100 * b['confidence'])}% bootstrap CI "
+                 f"({b['resamples']} resamples, {b['method']})")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def last_decade_slope(curve: pd.DataFrame) -> float:
+    """Log-log slope of the mean over iterations ``[T/10, T]``."""
+    tail = curve[curve.iteration >= curve.iteration.max() / 10.0]
+    return loglog_slope(tail.iteration, tail["mean"])
+
+
+def _faster_claim(ci: pd.DataFrame) -> Claim:
+    curves = {a: _curve(ci, a) for a in ALGORITHMS}
+    start = float(curves["neurd"]["mean"].iloc[0])
+    reached = {a: [first_crossing(c.iteration, c["mean"], level * start) for level in LEVELS]
+               for a, c in curves.items()}
+    ok = all(np.isfinite(n) and (np.isnan(s) or n < s)
+             for n, s in zip(reached["neurd"], reached["spg"]))
+    n, s = curves["neurd"].set_index("iteration"), curves["spg"].set_index("iteration")
+    apart = n.ci_high < s.ci_low
+    # First iteration from which NeuRD's band stays below SPG's to the end.
+    tail_start = apart[::-1].cummin()[::-1]
+    separated_from = tail_start.idxmax() if tail_start.any() else float("nan")
+
+    def when(x):
+        return "never" if np.isnan(x) else str(int(x))
+
+    return Claim(
+        FIGURE, "NeuRD approaches Nash faster than SPG",
+        "'NeuRD not only converges towards the Nash equilibrium faster, but SPG eventually "
+        "plateaus'",
+        "; ".join(f"mean NashConv <= {lvl:g} x start ({fmt(lvl * start)}): NeuRD at iteration "
+                  f"{when(a)}, SPG {when(b)}" for lvl, a, b in
+                  zip(LEVELS, reached["neurd"], reached["spg"]))
+        + f"; CIs disjoint (NeuRD below) from iteration {when(float(separated_from))} to the end",
+        f"NeuRD reaches each level ({', '.join(f'{x:g}' for x in LEVELS)} x start) first",
+        verdict(ok),
+    )
+
+
+def _trend_claims(ci: pd.DataFrame, nashconv: pd.DataFrame) -> list[Claim]:
+    neurd, spg = _curve(ci, "neurd"), _curve(ci, "spg")
+    t = int(neurd.iteration.max())
+    neurd_slope, spg_slope = last_decade_slope(neurd), last_decade_slope(spg)
+    final = nashconv[nashconv.iteration == t]
+    stuck = final[final.algorithm == "spg"].nash_conv > STUCK
+    worst_neurd = final[final.algorithm == "neurd"].nash_conv.max()
+    at = {k: neurd.set_index("iteration")["mean"].get(k) for k in (t // 10, t)}
+    at_spg = {k: spg.set_index("iteration")["mean"].get(k) for k in (t // 10, t)}
+    return [
+        Claim(FIGURE, "NeuRD's NashConv keeps falling",
+              "'NeuRD ... converges towards the Nash equilibrium'",
+              f"mean {fmt(at[t // 10])} at iteration {t // 10} -> {fmt(at[t])} at {t}; "
+              f"log-log slope over [{t // 10}, {t}] {fmt(neurd_slope)}; worst trajectory at "
+              f"{t}: {fmt(worst_neurd)}",
+              f"slope <= {FALLING_SLOPE}", verdict(neurd_slope <= FALLING_SLOPE)),
+        Claim(FIGURE, "SPG's NashConv plateaus",
+              "'SPG eventually plateaus'",
+              f"mean {fmt(at_spg[t // 10])} at iteration {t // 10} -> {fmt(at_spg[t])} at {t}; "
+              f"log-log slope over [{t // 10}, {t}] {fmt(spg_slope)}; lowest mean "
+              f"{fmt(spg['mean'].min())} at iteration "
+              f"{int(spg.iteration.iloc[spg['mean'].argmin()])}; "
+              f"{int(stuck.sum())} of "
+              f"{len(stuck)} SPG trajectories end with NashConv > {STUCK:g} (max "
+              f"{fmt(final[final.algorithm == 'spg'].nash_conv.max())})",
+              f"|slope| <= {PLATEAU_SLOPE} and SPG's final mean above NeuRD's",
+              verdict(abs(spg_slope) <= PLATEAU_SLOPE and at_spg[t] > at[t])),
+    ]
+
+
+def claims(nashconv: pd.DataFrame, ci: pd.DataFrame) -> list[Claim]:
+    return [_faster_claim(ci), *_trend_claims(ci, nashconv)]
+
+
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
+    """Figure and claims from the tables named in :data:`INPUTS`."""
+    nashconv, ci = tables["nashconv"], tables["ci"]
+    return plot(ci, cfg, nashconv.trajectory.nunique()), claims(nashconv, ci)

@@ -1,0 +1,219 @@
+"""Figure 5: NashConv of time-average NeuRD and SPG policies in nonstationary RPS.
+
+The bias nu switches between phases (paper: 20, 0, 20, 1000 iterations
+each); learning carries over the switches and NashConv is taken against the
+current phase's game.  Left: the configured reading of the time average
+(``rps.nonstationary.restart_average``) with its bootstrap band, phases
+separated by red dashes as in the paper.  Right: the mean curves under the
+other reading, for comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from neurd.audit import Claim, fmt, verdict
+from neurd.figures import style
+from neurd.matrix_games import biased_rps
+from neurd.stats import loglog_slope, mean_height
+
+FIGURE = "fig5"
+INPUTS = ("nashconv", "ci", "readings", "nash")
+ALGORITHMS = ("neurd", "spg")
+
+# Audit thresholds, fixed before looking at the results (as Fig 4a, over the
+# second half of each phase): slope <= -0.25 "decreasing", |slope| <= 0.1 "plateau".
+FALLING_SLOPE = -0.25
+PLATEAU_SLOPE = 0.1
+CENTRE = np.full(3, 1.0 / 3.0)
+VERTICES = np.eye(3)
+
+
+def _reading_name(restart: bool) -> str:
+    return "time average restarts each phase" if restart else "time average over all iterations"
+
+
+def phase_bounds(frame: pd.DataFrame) -> list[tuple[int, float, int, int]]:
+    """``(phase, nu, first iteration, last iteration)`` of every phase, in order."""
+    g = frame.groupby("phase").agg(nu=("nu", "first"), first=("iteration", "min"),
+                                   last=("iteration", "max"))
+    return [(int(p), float(r.nu), int(r["first"]), int(r["last"])) for p, r in g.iterrows()]
+
+
+def _phase_lines(ax, bounds) -> None:
+    for phase, nu, first, last in bounds:
+        if first > 1:
+            ax.axvline(first - 0.5, **style.PHASE_LINE)
+        ax.text((first + last) / 2, 0.98, rf"phase {phase}: $\nu$ = {nu:g}", ha="center",
+                va="top", fontsize=8, transform=ax.get_xaxis_transform(),
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+
+
+def plot(ci: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, n_trajectories: int):
+    import matplotlib.pyplot as plt
+
+    style.setup()
+    restart = bool(cfg["nonstationary"]["restart_average"])
+    fig, (main, other) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    # One line per phase: NashConv jumps at a switch (a new game), it is not a path.
+    for algorithm in ALGORITHMS:
+        color = style.PALETTE[algorithm]
+        for phase, c in ci[ci.algorithm == algorithm].groupby("phase"):
+            c = c.sort_values("iteration")
+            main.plot(c.iteration, c["mean"], color=color,
+                      label=style.LABELS[algorithm] if phase == 1 else None)
+            main.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
+                              linewidth=0)
+        r = readings[(readings.algorithm == algorithm) & (readings.restart_average != restart)]
+        for phase, c in r.groupby("phase"):
+            other.plot(c.iteration, c.mean_nash_conv, color=color,
+                       label=style.LABELS[algorithm] if phase == 1 else None)
+    b = cfg["bootstrap"]
+    main.set(yscale="log", xlabel="iteration", ylabel="NashConv of the time-average policy",
+             title=f"{_reading_name(restart)} (configured)\nmean of {n_trajectories} starts, "
+                   f"{int(100 * b['confidence'])}% bootstrap CI")
+    other.set(xlabel="iteration", title=f"{_reading_name(not restart)} (other reading)\n"
+                                          "mean only")
+    bounds = phase_bounds(readings)
+    for ax in (main, other):
+        ax.set_xlim(0, bounds[-1][3] + 1)
+        _phase_lines(ax, bounds)
+    main.legend(loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+# --- claims -----------------------------------------------------------------
+
+
+def second_half_slope(curve: pd.DataFrame, first: int, last: int, column: str = "mean") -> float:
+    """Log-log slope of ``column`` against the iteration within the phase, second half."""
+    k = curve.iteration - first + 1
+    half = curve[(k >= (last - first + 1) / 2.0) & (curve.iteration <= last)]
+    return loglog_slope(half.iteration - first + 1, half[column])
+
+
+def weakly_dominated(payoff: np.ndarray) -> list[tuple[str, str]]:
+    """Pairs ``(a, b)`` of RPS actions where row ``b`` weakly dominates row ``a``."""
+    pairs = []
+    for i, a in enumerate("RPS"):
+        for j, b in enumerate("RPS"):
+            if i != j and np.all(payoff[j] >= payoff[i]) and np.any(payoff[j] > payoff[i]):
+                pairs.append((a, b))
+    return pairs
+
+
+# What the paper says about each phase's Nash, by the phase's nu.
+PAPER_NASH = {
+    20.0: ("'This effectively biases the Nash towards one of the simplex corners (see Fig 3c) "
+           "... then again towards the corner'", "corner"),
+    0.0: ("'... then to the center (Fig 3a)'", "centre"),
+}
+
+
+def _nash_claims(nash: pd.DataFrame, bounds) -> list[Claim]:
+    rows = []
+    for phase, nu, _, _ in bounds:
+        g = nash[np.isclose(nash.nu, nu)].set_index("action").loc[["R", "P", "S"]]
+        point, lower, upper = g.closed_form.to_numpy(), g.lower.to_numpy(), g.upper.to_numpy()
+        unique = bool(g.unique.iloc[0])
+        to_centre = np.linalg.norm(point - CENTRE)
+        to_vertex = np.min(np.linalg.norm(point - VERTICES, axis=1))
+        paper_says, where = PAPER_NASH.get(nu, ("(not a phase of the paper)", None))
+        if where == "centre":
+            ok, criterion = unique and to_centre < 1e-9, "unique Nash at the centre (1/3, 1/3, 1/3)"
+        elif where == "corner":
+            ok, criterion = unique and to_vertex < to_centre, \
+                "unique Nash, nearer a vertex than the centre"
+        else:
+            ok, criterion = unique, "unique Nash"
+        ranges = ", ".join(f"{a} in [{fmt(lo, 4)}, {fmt(hi, 4)}]"
+                           for a, lo, hi in zip("RPS", lower, upper))
+        set_text = "unique" if unique else f"NOT unique: the Nash policies are {ranges} (M pi <= 0)"
+        never = [a for a, hi in zip("RPS", upper) if hi < 1e-9]
+        if never:
+            set_text += f"; on the simplex boundary ({', '.join(never)} never played)"
+        dominated = weakly_dominated(biased_rps(nu))
+        if dominated:
+            set_text += "; " + ", ".join(f"{b} weakly dominates {a}" for a, b in dominated)
+        rows.append(Claim(
+            FIGURE, f"phase {phase} (nu = {nu:g}): where the Nash lies", paper_says,
+            f"closed form (1, nu, 1)/(nu + 2) = {np.round(point, 4).tolist()}; {set_text}; "
+            f"distance to centre {fmt(to_centre)}, to the nearest vertex "
+            f"({'RPS'[int(np.argmin(np.linalg.norm(point - VERTICES, axis=1)))]}) {fmt(to_vertex)}",
+            criterion, verdict(ok, "differs")))
+    return rows
+
+
+def _trend_rows(ci: pd.DataFrame, bounds, restart: bool) -> list[Claim]:
+    rows = []
+    for phase, nu, first, last in bounds:
+        curves = {a: ci[(ci.algorithm == a) & (ci.phase == phase)].sort_values("iteration")
+                  for a in ALGORITHMS}
+        slope = {a: second_half_slope(c, first, last) for a, c in curves.items()}
+        start = {a: float(c["mean"].iloc[0]) for a, c in curves.items()}
+        end = {a: c.iloc[-1] for a, c in curves.items()}
+        mid = (first + last) // 2
+        tag = f"phase {phase} (nu = {nu:g})"
+        rows.append(Claim(
+            FIGURE, f"{tag}: NeuRD's NashConv decreases",
+            "'Despite the changing payoffs, the NeuRD NashConv decreases in each of the phases'",
+            f"mean {fmt(start['neurd'])} at iteration {first} -> {fmt(end['neurd']['mean'])} at "
+            f"{last}; log-log slope over iterations {mid}-{last} of the phase "
+            f"{fmt(slope['neurd'])}", f"end < start and slope <= {FALLING_SLOPE}",
+            verdict(end["neurd"]["mean"] < start["neurd"] and slope["neurd"] <= FALLING_SLOPE)))
+        rows.append(Claim(
+            FIGURE, f"{tag}: SPG's NashConv plateaus",
+            "'while SPG plateaus'",
+            f"mean {fmt(start['spg'])} at iteration {first} -> {fmt(end['spg']['mean'])} at "
+            f"{last}; log-log slope over the second half {fmt(slope['spg'])}",
+            f"|slope| <= {PLATEAU_SLOPE}", verdict(abs(slope["spg"]) <= PLATEAU_SLOPE)))
+        heights = {a: mean_height(c.iteration, c["mean"]) for a, c in curves.items()}
+        below = end["neurd"]["ci_high"] < end["spg"]["ci_low"]
+        rows.append(Claim(
+            FIGURE, f"{tag}: NeuRD ends the phase below SPG",
+            "Fig 5: NeuRD's curve below SPG's in each phase",
+            f"at iteration {last}: NeuRD {fmt(end['neurd']['mean'])} "
+            f"[{fmt(end['neurd']['ci_low'])}, {fmt(end['neurd']['ci_high'])}], SPG "
+            f"{fmt(end['spg']['mean'])} [{fmt(end['spg']['ci_low'])}, "
+            f"{fmt(end['spg']['ci_high'])}]; mean over the phase (area / width) NeuRD "
+            f"{fmt(heights['neurd'])}, SPG {fmt(heights['spg'])}",
+            "confidence intervals disjoint at the phase's end, NeuRD lower", verdict(below)))
+    return rows
+
+
+def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim:
+    other = readings[readings.restart_average != restart]
+    parts, ok = [], True
+    for phase, nu, first, last in bounds:
+        c = {a: other[(other.algorithm == a) & (other.phase == phase)].sort_values("iteration")
+             for a in ALGORITHMS}
+        slope = second_half_slope(c["neurd"], first, last, "mean_nash_conv")
+        end = {a: float(c[a].mean_nash_conv.iloc[-1]) for a in ALGORITHMS}
+        start = float(c["neurd"].mean_nash_conv.iloc[0])
+        ok &= end["neurd"] < start and slope <= FALLING_SLOPE and end["neurd"] < end["spg"]
+        parts.append(f"phase {phase}: NeuRD {fmt(start)} -> {fmt(end['neurd'])} (slope "
+                     f"{fmt(slope)}), SPG ends {fmt(end['spg'])}")
+    return Claim(
+        FIGURE, f"the same claims under the other reading ({_reading_name(not restart)})",
+        "the paper does not say whether the time average restarts at a phase switch",
+        "; ".join(parts),
+        f"in every phase NeuRD's mean falls (slope <= {FALLING_SLOPE}) and ends below SPG's",
+        verdict(bool(ok)))
+
+
+def claims(ci, readings, nash, cfg) -> list[Claim]:
+    restart = bool(cfg["nonstationary"]["restart_average"])
+    bounds = phase_bounds(readings)
+    return [*_nash_claims(nash, bounds), *_trend_rows(ci, bounds, restart),
+            _other_reading_claim(readings, bounds, restart)]
+
+
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
+    """Figure and claims from the tables named in :data:`INPUTS`."""
+    ci, readings = tables["ci"], tables["readings"]
+    n = tables["nashconv"].trajectory.nunique()
+    return plot(ci, readings, cfg, n), claims(ci, readings, tables["nash"], cfg)
