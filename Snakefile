@@ -24,6 +24,7 @@ check(config)
 include: "workflow/rules/common.smk"
 include: "workflow/rules/matrix.smk"
 include: "workflow/rules/rps.smk"
+include: "workflow/rules/tabular.smk"
 include: "workflow/rules/audit.smk"
 
 

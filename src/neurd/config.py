@@ -51,6 +51,10 @@ def check(config: Mapping) -> None:
         _check_matrix(config["matrix"])
     if config.get("rps"):
         _check_rps(config["rps"])
+    if config.get("tabular"):
+        from neurd.pipeline.tabular import check_section
+
+        check_section(config["tabular"])
 
 
 def _check_matrix(matrix: Mapping) -> None:

@@ -4,6 +4,7 @@ import shutil
 import sys
 
 from neurd.config import section
+from neurd.pipeline.tabular import figure_names
 from neurd.tables import write_json
 
 # Rules call the package's command-line steps (`neurd <step>`).  When Snakemake
@@ -20,7 +21,7 @@ if shutil.which("neurd") is None:
 CONDA_ENV = "../envs/neurd.yaml"
 
 # Paper figures made by this workflow; each writes results/audit/<figure>.csv.
-FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5"]
+FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", *figure_names(config["tabular"])]
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
 
 
@@ -32,7 +33,7 @@ rule config_snapshot:
     params:
         cfg=lambda wildcards: config if wildcards.section == "all" else section(config, wildcards.section),
     wildcard_constraints:
-        section="all|matrix|rps",
+        section="all|matrix|rps|tabular",
     log:
         "results/logs/config_snapshot_{section}.log",
     localrule: True

@@ -1,0 +1,207 @@
+"""Figure 4b: NashConv of tabular counterfactual NeuRD vs SPG (CFR with either learner).
+
+Left, the paper's figure: NashConv of the sequence-probability average
+policy against iterations, log-log; per algorithm the mean over the constant
+step sizes and, shaded, the central interval of NashConv when the step size
+is drawn uniformly from that set (paper: "the 95% interval that would result
+from a uniform sampling of the step size from this set").  OpenSpiel's CFR
+(regret matching) and CFR+ are drawn for reference.  Right: NashConv at the
+last iteration against the step size, the evidence behind the claims.
+
+The same module draws every game of the sweep; the figure (and the audit's
+``figure`` column) is ``fig4b`` for the config's ``figure_game`` (Leduc in
+the paper) and ``fig4b_<game>`` for the extras.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from neurd.audit import Claim, fmt, verdict
+from neurd.figures import style
+from neurd.pipeline.tabular import figure_name
+
+INPUTS = ("nashconv",)
+PAPER_STEP_SIZES = (0.5, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+PAPER_GAME_TITLES = {"kuhn": "Kuhn poker", "leduc": "Leduc poker", "goofspiel": "Goofspiel"}
+LEARNERS = ("neurd", "spg")
+
+
+def step_size_interval(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Central ``level`` interval of NashConv under a uniform draw of the step size.
+
+    ``values [step sizes, checkpoints]``.  The draw is discrete (each step size
+    has probability ``1/n``), so the bounds are its exact quantiles
+    (inverted CDF): with 9 step sizes and ``level = 0.95`` they are the
+    minimum and the maximum.
+    """
+    tail = (1.0 - level) / 2.0
+    low = np.quantile(values, tail, axis=0, method="inverted_cdf")
+    high = np.quantile(values, 1.0 - tail, axis=0, method="inverted_cdf")
+    return low, high
+
+
+def curves(table: pd.DataFrame, algorithm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``iterations [K]``, ``step sizes [S]`` and NashConv ``[S, K]`` of one algorithm."""
+    rows = table[table.algorithm == algorithm]
+    grid = rows.pivot_table(index="step_size", columns="iteration", values="nash_conv",
+                            aggfunc="first", dropna=False)
+    if grid.isna().any().any():
+        raise ValueError(f"{algorithm}: the table lacks some (step size, iteration) cells")
+    return grid.columns.to_numpy(), grid.index.to_numpy(), grid.to_numpy()
+
+
+def reference_curve(table: pd.DataFrame, algorithm: str):
+    rows = table[table.algorithm == algorithm].sort_values("iteration")
+    return rows.iteration.to_numpy(), rows.nash_conv.to_numpy()
+
+
+def _game(table: pd.DataFrame) -> str:
+    names = table.game.unique()
+    if len(names) != 1:
+        raise ValueError(f"figure 4b draws one game per table, got {list(names)}")
+    return str(names[0])
+
+
+def plot(table: pd.DataFrame, cfg: Mapping):
+    import matplotlib.pyplot as plt
+
+    style.setup()
+    game = _game(table)
+    fig, (main, by_step) = plt.subplots(1, 2, figsize=(10.5, 4),
+                                        gridspec_kw={"width_ratios": [1.6, 1]})
+    level = cfg["interval"]
+    for algorithm in [a for a in LEARNERS if a in set(table.algorithm)]:
+        iterations, steps, values = curves(table, algorithm)
+        low, high = step_size_interval(values, level)
+        color = style.PALETTE[algorithm]
+        main.plot(iterations, values.mean(axis=0), color=color, linewidth=2,
+                  label=f"{style.LABELS[algorithm]}: mean over {len(steps)} step sizes")
+        main.fill_between(iterations, low, high, color=color, alpha=0.2, linewidth=0,
+                          label=f"{style.LABELS[algorithm]}: {level:.0%} interval, uniform step size")
+        by_step.plot(steps, values[:, -1], "o-", color=color, label=style.LABELS[algorithm])
+    for algorithm in [a for a in ("cfr_rm", "cfr_plus") if a in set(table.algorithm)]:
+        iterations, values = reference_curve(table, algorithm)
+        main.plot(iterations, values, color=style.PALETTE[algorithm], linestyle="--",
+                  linewidth=1.2, label=f"{style.LABELS[algorithm]}, OpenSpiel")
+    title = PAPER_GAME_TITLES.get(game, game)
+    main.set(xscale="log", yscale="log", xlabel="iterations",
+             ylabel="NashConv of the average policy",
+             title=f"{title}: tabular counterfactual NeuRD vs SPG")
+    main.legend(fontsize=7, loc="lower left")
+    last = int(table.iteration.max())
+    by_step.set(yscale="log", xlabel="step size $\\eta$", ylabel=f"NashConv at iteration {last}",
+                title="final NashConv by step size")
+    by_step.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def first_reached(iterations: np.ndarray, curve: np.ndarray, level: float) -> float:
+    """First checkpoint iteration with ``curve <= level`` (NaN if never)."""
+    hit = np.flatnonzero(curve <= level)
+    return float(iterations[hit[0]]) if len(hit) else float("nan")
+
+
+def _paper_says(name: str, quote: str) -> str:
+    """The paper's words; an extra figure checks on its game what was said of Leduc."""
+    return quote if name == "fig4b" else f"{quote} (said of Leduc; checked here on this game)"
+
+
+def _closer_claim(table, name, neurd, spg) -> Claim:
+    (_, steps, nv), (_, _, sv) = neurd, spg
+    lower = int(np.sum(nv[:, -1] < sv[:, -1]))
+    ratio = sv[:, -1].mean() / nv[:, -1].mean()
+    refs = "; ".join(f"{style.LABELS[a]} {fmt(reference_curve(table, a)[1][-1])}"
+                     for a in ("cfr_rm", "cfr_plus") if a in set(table.algorithm))
+    last = int(table.iteration.max())
+    return Claim(
+        name, "NeuRD approaches Nash more closely than SPG",
+        _paper_says(name, "'more quickly and more closely approximates a Nash equilibrium in "
+                    "two-player Leduc Poker than tabular, all-actions, counterfactual value PG'"),
+        f"NashConv at iteration {last}, mean over step sizes: NeuRD {fmt(nv[:, -1].mean())}, "
+        f"SPG {fmt(sv[:, -1].mean())} (SPG/NeuRD = {fmt(ratio)}); NeuRD lower at "
+        f"{lower}/{len(steps)} step sizes; best NeuRD {fmt(nv[:, -1].min())}, best SPG "
+        f"{fmt(sv[:, -1].min())}" + (f"; reference: {refs}" if refs else ""),
+        "mean final NashConv of NeuRD below SPG's, and lower at every step size",
+        verdict(ratio > 1 and lower == len(steps)),
+    )
+
+
+def _quicker_claim(name, neurd, spg, fractions) -> Claim:
+    (iterations, _, nv), (_, _, sv) = neurd, spg
+    n_mean, s_mean = nv.mean(axis=0), sv.mean(axis=0)
+    start = n_mean[0]
+    parts, ok, strictly = [], True, False
+    for fraction in fractions:
+        level = fraction * start
+        tn, ts = first_reached(iterations, n_mean, level), first_reached(iterations, s_mean, level)
+        parts.append(f"{fmt(level)}: NeuRD at {fmt(tn, 6)}, SPG at {fmt(ts, 6)}")
+        if not np.isnan(ts):
+            ok &= (not np.isnan(tn)) and tn <= ts
+        strictly |= (not np.isnan(tn)) and (np.isnan(ts) or tn < ts)
+    return Claim(
+        name, "NeuRD approaches Nash more quickly than SPG",
+        _paper_says(name, "'more quickly ... approximates a Nash equilibrium'"),
+        "first iteration the mean NashConv reaches " + "; ".join(parts)
+        + f" (levels: {', '.join(fmt(f) for f in fractions)} x the uniform policy's "
+        f"NashConv {fmt(start)}; nan: not within the run)",
+        "NeuRD reaches every level SPG reaches, no later, and some level strictly earlier",
+        verdict(ok and strictly),
+    )
+
+
+def _below_claim(name, neurd, spg) -> Claim:
+    (iterations, _, nv), (_, _, sv) = neurd, spg
+    later = iterations > 1  # at iteration 1 both average policies are uniform
+    below = nv.mean(axis=0)[later] < sv.mean(axis=0)[later]
+    crossing = iterations[later][~below]
+    return Claim(
+        name, "NeuRD's mean NashConv stays below SPG's over the whole run",
+        _paper_says(name, "the NeuRD curve lies below the SPG curve in Fig 4b"),
+        f"NeuRD mean below SPG mean at {int(below.sum())}/{int(later.sum())} checkpoints "
+        f"after iteration 1" + (f"; not below at {list(map(int, crossing))}" if len(crossing)
+                                 else ""),
+        "below at every checkpoint after iteration 1", verdict(bool(below.all())),
+    )
+
+
+def _setting_claim(name, table, cfg) -> Claim:
+    sets = {a: sorted(table[table.algorithm == a].step_size.unique()) for a in LEARNERS
+            if a in set(table.algorithm)}
+    same = len({tuple(s) for s in sets.values()}) == 1
+    paper = all(len(s) == len(PAPER_STEP_SIZES) and np.allclose(s, PAPER_STEP_SIZES)
+                for s in sets.values())
+    count = len(next(iter(sets.values())))
+    low, high = step_size_interval(np.arange(count, dtype=float)[:, None], cfg["interval"])
+    span = "min..max" if (low[0], high[0]) == (0, count - 1) else "an inner range"
+    return Claim(
+        name, "both algorithms use the same constant step sizes, the paper's set",
+        "'eta in {0.5, 0.9, 1, 1.5, 2, 2.5, 3, 3.5, 4}' for both; shaded: the 95% interval "
+        "under a uniform draw of the step size",
+        "; ".join(f"{a}: {{{', '.join(fmt(x) for x in s)}}}" for a, s in sets.items())
+        + f"; interval {fmt(cfg['interval'])}: exact quantiles of a uniform draw from "
+        f"{count} step sizes, i.e. {span} over step sizes",
+        "same set for both, equal to the paper's; interval 0.95",
+        verdict(same and paper and cfg["interval"] == 0.95, "differs"),
+    )
+
+
+def claims(table: pd.DataFrame, cfg: Mapping) -> list[Claim]:
+    name = figure_name(_game(table), cfg)
+    neurd, spg = curves(table, "neurd"), curves(table, "spg")
+    return [
+        _closer_claim(table, name, neurd, spg),
+        _quicker_claim(name, neurd, spg, cfg["audit_fractions"]),
+        _below_claim(name, neurd, spg),
+        _setting_claim(name, table, cfg),
+    ]
+
+
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
+    """Figure and claims from the table named in :data:`INPUTS`."""
+    table = tables["nashconv"]
+    return plot(table, cfg), claims(table, cfg)

@@ -1,0 +1,59 @@
+"""Loading an OpenSpiel game and refusing the ones the exact engine cannot solve.
+
+The engine needs a finite two-player zero-sum game with perfect recall whose
+chance outcomes can be enumerated and whose information states have an
+OpenSpiel string and tensor (a later neural stage feeds the tensors to
+networks).  Simultaneous-move games are accepted and turned into turn-based
+ones with ``pyspiel.convert_to_turn_based``, as the paper does for Goofspiel.
+Perfect recall is not part of OpenSpiel's game type; the compiler checks it
+while it walks the tree (:mod:`neurd.games.compile`).
+"""
+
+from __future__ import annotations
+
+import pyspiel
+
+
+class GameError(ValueError):
+    """A game the exact engine refuses, with the reason and the game string."""
+
+
+def game_type_problems(game: pyspiel.Game) -> list[str]:
+    """Why ``game`` (already turn-based) cannot be compiled; empty when it can."""
+    kind = game.get_type()
+    problems = []
+    if game.num_players() != 2:
+        problems.append(f"it has {game.num_players()} players, the engine needs 2")
+    if kind.utility != pyspiel.GameType.Utility.ZERO_SUM:
+        problems.append(f"its utility is {kind.utility.name}, the engine needs ZERO_SUM")
+    if kind.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
+        problems.append(f"its dynamics are {kind.dynamics.name}, the engine needs SEQUENTIAL "
+                        "(or SIMULTANEOUS, converted to turn-based)")
+    if kind.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC:
+        problems.append("its chance outcomes are sampled, not enumerable (SAMPLED_STOCHASTIC)")
+    if not kind.provides_information_state_string:
+        problems.append("it does not provide information_state_string")
+    if not kind.provides_information_state_tensor:
+        problems.append("it does not provide information_state_tensor")
+    return problems
+
+
+def load_game(game_string: str) -> pyspiel.Game:
+    """The OpenSpiel game of ``game_string``, turn-based, checked for the engine.
+
+    Raises :class:`GameError` naming the game and every reason it is refused.
+    """
+    if not isinstance(game_string, str) or not game_string.strip():
+        raise GameError(f"game string must be a non-empty string, got {game_string!r}")
+    try:
+        game = pyspiel.load_game(game_string)
+    except pyspiel.SpielError as error:
+        # OpenSpiel's message for an unknown game lists every game: keep line one.
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise GameError(f"OpenSpiel cannot load game {game_string!r}: {reason}") from None
+    if game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+        game = pyspiel.convert_to_turn_based(game)
+    problems = game_type_problems(game)
+    if problems:
+        raise GameError(f"game {game_string!r} cannot be compiled: " + "; ".join(problems))
+    return game

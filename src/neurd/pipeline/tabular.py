@@ -1,0 +1,211 @@
+"""Figure 4b data: tabular counterfactual NeuRD vs SPG (CFR with either local learner).
+
+Per game of the config section ``tabular`` (``games``: short names, each
+with its OpenSpiel string in ``game_strings``):
+
+* ``compile-game``: the game walked once into ``results/games/<game>.npz``
+  (:mod:`neurd.games`), its information-state count checked against the
+  config's ``expected_infostates``;
+* ``tabular-sweep``: CFR(NeuRD) and CFR(SPG) at every step size, NashConv of
+  the sequence-probability average policy at log-spaced checkpoints, as one
+  jitted program (:func:`neurd.tabular.cfr.cfr_sweep`);
+* ``tabular-reference``: OpenSpiel's C++ CFR (regret matching) or CFR+ at
+  the same checkpoints, NashConv by ``pyspiel.nash_conv`` (one job per solver);
+* ``tabular-table``: both in ``results/tabular/<game>/nashconv.parquet``, the
+  table the figure reads (columns :data:`NASHCONV_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from neurd import games
+from neurd.config import ConfigError, load_snapshot
+from neurd.tables import write_table
+
+log = logging.getLogger(__name__)
+
+NASHCONV_COLUMNS = {
+    "game": "short name of the game (config tabular.games; string in tabular.game_strings)",
+    "algorithm": "'neurd': CFR with the NeuRD (= Hedge) logit step y += eta * cf. regret; "
+                 "'spg': y += eta * pi * cf. regret; 'cfr_rm': OpenSpiel's CFRSolver; "
+                 "'cfr_plus': OpenSpiel's CFRPlusSolver",
+    "step_size": "constant step size eta of the logit step (NaN for the OpenSpiel solvers)",
+    "iteration": "CFR iterations done (each updates player 0, then player 1)",
+    "nash_conv": "exact NashConv of the sequence-probability average policy",
+}
+REFERENCE_SOLVERS = ("cfr_rm", "cfr_plus")
+
+
+def figure_name(game: str, cfg: Mapping) -> str:
+    """``fig4b`` for the paper's game (``figure_game``), ``fig4b_<game>`` otherwise."""
+    return "fig4b" if game == cfg["figure_game"] else f"fig4b_{game}"
+
+
+def figure_names(cfg: Mapping) -> list[str]:
+    """The figures this section makes, one per game (for the workflow's FIGURES)."""
+    return [figure_name(game, cfg) for game in cfg["games"]]
+
+
+def check_section(cfg: Mapping) -> None:
+    """Cross-field checks of the ``tabular`` section; raise ``ConfigError`` naming the key."""
+    names, strings = list(cfg["games"]), cfg["game_strings"]
+    missing = [name for name in names if name not in strings]
+    if missing:
+        raise ConfigError(f"config key 'tabular.games': {missing} have no entry in "
+                          f"tabular.game_strings {sorted(strings)}")
+    if cfg["figure_game"] not in names:
+        raise ConfigError(f"config key 'tabular.figure_game': {cfg['figure_game']!r} is not "
+                          f"one of tabular.games {names}")
+    unknown = sorted(set(cfg.get("expected_infostates", {})) - set(strings))
+    if unknown:
+        raise ConfigError(f"config key 'tabular.expected_infostates': games {unknown} are not "
+                          f"in tabular.game_strings {sorted(strings)}")
+    steps = list(cfg["step_sizes"])
+    if len(set(steps)) != len(steps) or min(steps) <= 0:
+        raise ConfigError(f"config key 'tabular.step_sizes': must be distinct and positive, "
+                          f"got {steps}")
+    if len(checkpoints(cfg)) < 2:
+        raise ConfigError(f"config key 'tabular.checkpoints': gives fewer than two checkpoints "
+                          f"up to {cfg['iterations']} iterations")
+
+
+def _game_string(cfg: Mapping, game: str) -> str:
+    if game not in cfg["games"]:
+        raise ConfigError(f"game {game!r} is not in config tabular.games {list(cfg['games'])}")
+    return cfg["game_strings"][game]
+
+
+def checkpoints(cfg: Mapping, up_to: int | None = None) -> np.ndarray:
+    """Log-spaced iterations ``1 .. iterations`` (``checkpoints`` points, deduplicated).
+
+    With ``up_to``, only those not beyond it (the reference solvers may run
+    fewer iterations).
+    """
+    last = int(cfg["iterations"])
+    points = np.unique(np.round(np.logspace(0, np.log10(last), int(cfg["checkpoints"]))))
+    points = points.astype(np.int64)
+    return points if up_to is None else points[points <= up_to]
+
+
+def reference_iterations(cfg: Mapping) -> int:
+    value = cfg.get("reference_iterations")
+    return int(cfg["iterations"] if value is None else value)
+
+
+def compiled_game(cfg: Mapping, game: str) -> games.CompiledGame:
+    """Compile ``game`` and check its information-state count against the config."""
+    compiled = games.compile_game(_game_string(cfg, game))
+    expected = cfg.get("expected_infostates", {}).get(game)
+    if expected is not None and compiled.num_infostates != expected:
+        raise ValueError(f"game {game!r} ({compiled.game_string}) has "
+                         f"{compiled.num_infostates} information states, config "
+                         f"tabular.expected_infostates says {expected}")
+    return compiled
+
+
+def sweep(cfg: Mapping, game: str, compiled: games.CompiledGame) -> pd.DataFrame:
+    """NashConv curves of every (learner, step size): the rows of the sweep."""
+    from neurd.tabular.cfr import cfr_sweep
+    from neurd.tabular.sequence_form import sequence_form
+
+    points = checkpoints(cfg)
+    start = time.perf_counter()
+    curves = cfr_sweep(sequence_form(compiled), cfg["learners"], cfg["step_sizes"], points)
+    log.info("%s: %d learners x %d step sizes x %d iterations in %.1fs", game,
+             len(cfg["learners"]), len(cfg["step_sizes"]), points[-1],
+             time.perf_counter() - start)
+    learner, step, point = np.meshgrid(np.arange(len(cfg["learners"])),
+                                       np.asarray(cfg["step_sizes"], float), points,
+                                       indexing="ij")
+    return pd.DataFrame({
+        "game": game,
+        "algorithm": np.asarray(cfg["learners"])[learner.ravel()],
+        "step_size": step.ravel(),
+        "iteration": point.ravel(),
+        "nash_conv": curves.ravel(),
+    })[list(NASHCONV_COLUMNS)]
+
+
+def reference(cfg: Mapping, game: str, solver: str) -> pd.DataFrame:
+    """NashConv curve of one OpenSpiel CFR solver at the sweep's checkpoints."""
+    from neurd.tabular.reference import reference_curve
+
+    if solver not in cfg["reference_solvers"]:
+        raise ConfigError(f"solver {solver!r} is not in config tabular.reference_solvers "
+                          f"{cfg['reference_solvers']}")
+    points = checkpoints(cfg, up_to=reference_iterations(cfg))
+    values = reference_curve(_game_string(cfg, game), solver, points)
+    return pd.DataFrame({"game": game, "algorithm": solver, "step_size": np.nan,
+                         "iteration": points, "nash_conv": values})[list(NASHCONV_COLUMNS)]
+
+
+# --- command-line steps -------------------------------------------------------
+
+
+def _load(args) -> dict:
+    cfg = load_snapshot(args.config)
+    check_section(cfg)
+    _game_string(cfg, args.game)
+    return cfg
+
+
+def _compile_step(args) -> None:
+    cfg = _load(args)
+    games.save(compiled_game(cfg, args.game), args.out)
+
+
+def _sweep_step(args) -> None:
+    cfg = _load(args)
+    compiled = games.load(args.compiled)
+    write_table(sweep(cfg, args.game, compiled), args.out, columns=NASHCONV_COLUMNS,
+                config=cfg, extra={"game_string": compiled.game_string})
+
+
+def _reference_step(args) -> None:
+    cfg = _load(args)
+    write_table(reference(cfg, args.game, args.solver), args.out, columns=NASHCONV_COLUMNS,
+                config=cfg, extra={"game_string": _game_string(cfg, args.game)})
+
+
+def _table_step(args) -> None:
+    cfg = _load(args)
+    frames = [pd.read_parquet(path) for path in (args.sweep, *args.reference)]
+    table = pd.concat(frames, ignore_index=True)
+    write_table(table, args.out, columns=NASHCONV_COLUMNS, config=cfg,
+                extra={"game_string": _game_string(cfg, args.game)})
+
+
+def register(sub) -> None:
+    """Add this stage's steps to the ``neurd`` command line."""
+    def add(name, helper, func):
+        p = sub.add_parser(name, help=helper)
+        p.add_argument("--config", required=True, help="tabular config snapshot (JSON)")
+        p.add_argument("--game", required=True, help="short name of the game (tabular.games)")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("compile-game", "walk an OpenSpiel game once into a .npz of arrays", _compile_step)
+    p.add_argument("--out", required=True, help="output: results/games/<game>.npz")
+
+    p = add("tabular-sweep", "Fig 4b: CFR(NeuRD), CFR(SPG) NashConv over step sizes",
+            _sweep_step)
+    p.add_argument("--compiled", required=True, help="input: results/games/<game>.npz")
+    p.add_argument("--out", required=True, help="output: results/tabular/<game>/sweep.parquet")
+
+    p = add("tabular-reference", "Fig 4b: NashConv of OpenSpiel's CFR or CFR+ solver",
+            _reference_step)
+    p.add_argument("--solver", required=True, choices=REFERENCE_SOLVERS)
+    p.add_argument("--out", required=True,
+                   help="output: results/tabular/<game>/reference_<solver>.parquet")
+
+    p = add("tabular-table", "Fig 4b table: sweep and reference curves together", _table_step)
+    p.add_argument("--sweep", required=True, help="input: sweep.parquet")
+    p.add_argument("--reference", nargs="*", default=[],
+                   help="inputs: reference_<solver>.parquet, one per solver")
+    p.add_argument("--out", required=True, help="output: results/tabular/<game>/nashconv.parquet")
