@@ -3,7 +3,7 @@ import os
 import shutil
 import sys
 
-from neurd.config import section
+from neurd.config import SECTIONS, section
 from neurd.pipeline.tabular import figure_names
 from neurd.tables import write_json
 
@@ -33,7 +33,7 @@ rule config_snapshot:
     params:
         cfg=lambda wildcards: config if wildcards.section == "all" else section(config, wildcards.section),
     wildcard_constraints:
-        section="all|matrix|rps|tabular",
+        section="|".join(["all", *SECTIONS]),
     log:
         "results/logs/config_snapshot_{section}.log",
     localrule: True
