@@ -23,6 +23,7 @@ import pandas as pd
 
 from neurd import regret
 from neurd.config import load_snapshot
+from neurd.pipeline._steps import add_step
 from neurd.tables import write_table
 
 log = logging.getLogger(__name__)
@@ -172,14 +173,12 @@ def _trajectories_step(args) -> None:
 
 def register(sub) -> None:
     """Add this stage's steps to the ``neurd`` command line."""
-    p = sub.add_parser("matrix-sweep", help="Fig 1 tables: regret over horizons x step sizes")
-    p.add_argument("--config", required=True, help="matrix config snapshot (JSON)")
+    p = add_step(sub, "matrix-sweep", "Fig 1 tables: regret over horizons x step sizes",
+                 _sweep_step, "matrix")
     p.add_argument("--sweep", required=True, help="output: regret_sweep.parquet")
     p.add_argument("--tuned", required=True, help="output: regret_vs_horizon.parquet")
     p.add_argument("--readings", required=True, help="output: reward_readings.parquet")
-    p.set_defaults(func=_sweep_step)
 
-    p = sub.add_parser("matrix-trajectories", help="Fig 2 table: logits and policies by round")
-    p.add_argument("--config", required=True, help="matrix config snapshot (JSON)")
+    p = add_step(sub, "matrix-trajectories", "Fig 2 table: logits and policies by round",
+                 _trajectories_step, "matrix")
     p.add_argument("--out", required=True, help="output: trajectories.parquet")
-    p.set_defaults(func=_trajectories_step)

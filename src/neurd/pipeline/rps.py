@@ -41,6 +41,7 @@ from neurd.matrix_games import (
     biased_rps_nash,
     symmetric_equilibrium_bounds,
 )
+from neurd.pipeline._steps import add_step
 from neurd.stats import bootstrap_mean_ci
 from neurd.tables import write_table
 
@@ -398,31 +399,26 @@ def _ci_step(args) -> None:
 
 def register(sub) -> None:
     """Add this stage's steps to the ``neurd`` command line."""
-    p = sub.add_parser("rps-nash", help="where the Nash equilibria of each RPS game lie")
-    p.add_argument("--config", required=True, help="rps config snapshot (JSON)")
+    p = add_step(sub, "rps-nash", "where the Nash equilibria of each RPS game lie",
+                 _nash_step, "rps")
     p.add_argument("--out", required=True, help="output: nash_sets.parquet")
-    p.set_defaults(func=_nash_step)
 
-    p = sub.add_parser("rps-portraits", help="Fig 3 tables: flows, vector field, speed ratio")
-    p.add_argument("--config", required=True, help="rps config snapshot (JSON)")
+    p = add_step(sub, "rps-portraits", "Fig 3 tables: flows, vector field, speed ratio",
+                 _portraits_step, "rps")
     p.add_argument("--flows", required=True, help="output: flows.parquet")
     p.add_argument("--field", required=True, help="output: vector_field.parquet")
     p.add_argument("--speed", required=True, help="output: speed_ratio.parquet")
-    p.set_defaults(func=_portraits_step)
 
-    p = sub.add_parser("rps-biased", help="Fig 4a table: NashConv of time averages, biased RPS")
-    p.add_argument("--config", required=True, help="rps config snapshot (JSON)")
+    p = add_step(sub, "rps-biased", "Fig 4a table: NashConv of time averages, biased RPS",
+                 _biased_step, "rps")
     p.add_argument("--out", required=True, help="output: nashconv_biased.parquet")
-    p.set_defaults(func=_biased_step)
 
-    p = sub.add_parser("rps-nonstationary", help="Fig 5 tables: NashConv through phases of nu")
-    p.add_argument("--config", required=True, help="rps config snapshot (JSON)")
+    p = add_step(sub, "rps-nonstationary", "Fig 5 tables: NashConv through phases of nu",
+                 _nonstationary_step, "rps")
     p.add_argument("--out", required=True, help="output: nashconv_nonstationary.parquet")
     p.add_argument("--readings", required=True, help="output: nonstationary_readings.parquet")
-    p.set_defaults(func=_nonstationary_step)
 
-    p = sub.add_parser("rps-ci", help="bootstrap CI of mean NashConv per iteration")
-    p.add_argument("--config", required=True, help="rps config snapshot (JSON)")
+    p = add_step(sub, "rps-ci", "bootstrap CI of mean NashConv per iteration",
+                 _ci_step, "rps")
     p.add_argument("--table", required=True, help="input: a nashconv_*.parquet table")
     p.add_argument("--out", required=True, help="output: the matching *_ci.parquet")
-    p.set_defaults(func=_ci_step)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from neurd import games
 from neurd.config import ConfigError, load_snapshot
+from neurd.pipeline._steps import add_step
 from neurd.tables import write_table
 
 log = logging.getLogger(__name__)
@@ -183,11 +184,9 @@ def _table_step(args) -> None:
 
 def register(sub) -> None:
     """Add this stage's steps to the ``neurd`` command line."""
-    def add(name, helper, func):
-        p = sub.add_parser(name, help=helper)
-        p.add_argument("--config", required=True, help="tabular config snapshot (JSON)")
+    def add(name, summary, func):
+        p = add_step(sub, name, summary, func, "tabular")
         p.add_argument("--game", required=True, help="short name of the game (tabular.games)")
-        p.set_defaults(func=func)
         return p
 
     p = add("compile-game", "walk an OpenSpiel game once into a .npz of arrays", _compile_step)

@@ -55,11 +55,6 @@ def nash_conv(form: SequenceForm, policy: jax.Array) -> jax.Array:
     return jnp.sum(best_response_values(form, policy) - expected_values(form, policy))
 
 
-def exploitability(form: SequenceForm, policy: jax.Array) -> jax.Array:
-    """Mean best-response gain, ``NashConv / 2`` (OpenSpiel's convention)."""
-    return nash_conv(form, policy) / 2
-
-
 def best_response(form: SequenceForm, policy: jax.Array, player: int) -> jax.Array:
     """A deterministic best response of ``player`` to ``policy``: ``[I_i, A]`` one-hot.
 
