@@ -33,15 +33,21 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
+	$(BIN)/ruff check .
+	$(BIN)/snakefmt --check Snakefile workflow/rules
 
 report: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html
 
-# Refresh the pinned versions from pyproject.toml's lower bounds (in a scratch venv).
+# Re-pin requirements.lock: the direct dependencies at pyproject.toml's lower
+# bounds (the floor CI tests), the rest resolved by pip, in a scratch venv.
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/python -m pip install --quiet --upgrade pip
-	.lock-venv/bin/python -m pip install --quiet ".[test]"
+	.lock-venv/bin/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	  print("\n".join(d.replace(">=", "==") for d in p["dependencies"] + p["optional-dependencies"]["test"]))' \
+	  > .lock-venv/floors.txt
+	.lock-venv/bin/python -m pip install --quiet -r .lock-venv/floors.txt
 	.lock-venv/bin/python -m pip freeze --exclude neurd > requirements.lock
 	rm -rf .lock-venv
 

@@ -4,7 +4,13 @@
 #   snakemake --cores 2                                      # default scale
 #   snakemake --cores 2 --configfile workflow/config/smoke.yaml
 #   snakemake --cores 2 --configfile workflow/config/paper.yaml
-from snakemake.utils import min_version, validate
+#
+# Stages register themselves (neurd.stages); a new stage adds its rules file
+# below, and everything else (config validation, snapshots, figure rules,
+# rule all, provenance) finds it through the registry.
+from snakemake.utils import min_version
+
+from neurd.stages import validate
 
 min_version("9.0")
 
@@ -12,20 +18,17 @@ min_version("9.0")
 configfile: "workflow/config/default.yaml"
 
 
-# Types, ranges, unknown keys and defaults; then the checks a schema cannot
-# express.  Both name the offending key and stop before any job runs.
-validate(config, "workflow/schemas/config.schema.yaml")
-
-from neurd.config import check
-
-check(config)
+# Each section against its schema (types, ranges, unknown keys, defaults), then
+# the checks a schema cannot express; both name the offending key and stop
+# before any job runs.
+validate(config, f"{workflow.basedir}/workflow/schemas")
 
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/matrix.smk"
 include: "workflow/rules/rps.smk"
 include: "workflow/rules/tabular.smk"
-include: "workflow/rules/audit.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:

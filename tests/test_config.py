@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.utils import validate
 from snakemake_interface_common.exceptions import WorkflowError
 
-from neurd.config import ConfigError, check, section
+from neurd.config import ConfigError, section
+from neurd.stages import validate
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = str(ROOT / "workflow/schemas/config.schema.yaml")
+SCHEMAS = ROOT / "workflow/schemas"
 SCALES = ["smoke", "default", "paper"]
 
 
@@ -31,8 +31,7 @@ def _load(scale: str) -> dict:
 
 def _validated(config: dict) -> dict:
     config = copy.deepcopy(config)
-    validate(config, SCHEMA)
-    check(config)
+    validate(config, SCHEMAS)
     return config
 
 
@@ -82,3 +81,10 @@ def test_cross_field_checks_name_the_key():
     assert "matrix.step_sizes.max" in _error({"matrix": {"step_sizes": {"min": 10.0, "max": 1.0}}})
     assert "matrix.figure2.horizon" in _error({"matrix": {"horizons": [10, 200, 1000]}})
     assert "matrix.fit_min_horizon" in _error({"matrix": {"fit_min_horizon": 100000}})
+    assert "rps.portraits.average_time" in _error({"rps": {"portraits": {"average_time": 50.0}}})
+
+
+def test_checks_the_schema_guarantees_are_left_to_it():
+    assert "non-unique" in _error({"matrix": {"horizons": [10, 100, 100]}})
+    assert "non-unique" in _error({"tabular": {"step_sizes": [1.0, 1.0]}})
+    assert "['tabular']['step_sizes'][0]" in _error({"tabular": {"step_sizes": [0.0, 1.0]}})

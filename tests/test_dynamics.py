@@ -6,17 +6,21 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import neurd  # noqa: F401  (float64)
+from neurd import streams
 from neurd.dynamics import (
     euler_time_average_nash_conv,
     integrate_flow,
     logit_velocity,
+    phase_restarts,
+    phase_schedule,
     policy_velocity,
     sample_initial_policies,
+    simplex_grid,
     speed_ratio,
 )
 from neurd.matrix_games import biased_rps, biased_rps_nash
-from neurd.pipeline.rps import phase_restarts, phase_schedule, simplex_grid
+
+pytestmark = pytest.mark.usefixtures("float64")
 
 
 def random_antisymmetric(rng, n):
@@ -108,7 +112,7 @@ def test_euler_runs_match_a_plain_loop_with_phase_restarts(learner):
     phases, nus = phase_schedule([20.0, 0.0, 3.0], 40)
     payoffs = np.stack([biased_rps(nu) for nu in nus])
     restart = phase_restarts(phases, restart_average=True)
-    starts = sample_initial_policies(3, 5)
+    starts = sample_initial_policies(jax.random.PRNGKey(3), 5)
     got = euler_time_average_nash_conv(starts, payoffs, restart, 0.1, learner)
     assert got.shape == (5, 120)
     for i, pi0 in enumerate(starts):
@@ -119,7 +123,7 @@ def test_euler_runs_match_a_plain_loop_with_phase_restarts(learner):
 def test_restart_changes_only_later_phases():
     phases, nus = phase_schedule([3.0, 1.0], 50)
     payoffs = np.stack([biased_rps(nu) for nu in nus])
-    starts = sample_initial_policies(0, 4)
+    starts = sample_initial_policies(jax.random.PRNGKey(0), 4)
     kept = euler_time_average_nash_conv(
         starts, payoffs, phase_restarts(phases, False), 0.1, "neurd")
     fresh = euler_time_average_nash_conv(
@@ -129,10 +133,10 @@ def test_restart_changes_only_later_phases():
 
 
 def test_initial_policies_are_seeded_and_uniform_on_the_simplex():
-    a = sample_initial_policies(0, 4000)
-    np.testing.assert_array_equal(a, sample_initial_policies(0, 4000))
-    assert not np.allclose(a, sample_initial_policies(0, 4000, stream=1))
-    assert not np.allclose(a, sample_initial_policies(1, 4000))
+    a = sample_initial_policies(streams.key(0, "rps.biased"), 4000)
+    np.testing.assert_array_equal(a, sample_initial_policies(streams.key(0, "rps.biased"), 4000))
+    assert not np.allclose(a, sample_initial_policies(streams.key(0, "rps.nonstationary"), 4000))
+    assert not np.allclose(a, sample_initial_policies(streams.key(1, "rps.biased"), 4000))
     assert a.shape == (4000, 3) and np.all(a > 0) and np.allclose(a.sum(axis=1), 1.0)
     # Uniform on the 2-simplex = Dirichlet(1,1,1): each coordinate is Beta(1, 2),
     # and the four triangles of the midpoint subdivision (equal areas) are
@@ -172,7 +176,7 @@ def test_continuous_time_average_matches_quadrature_and_converges_for_rd():
 def test_bad_inputs_are_refused_with_the_value():
     payoffs = np.stack([biased_rps(1.0)] * 3)
     ok_restart = np.array([True, False, False])
-    starts = sample_initial_policies(0, 2)
+    starts = sample_initial_policies(jax.random.PRNGKey(0), 2)
     with pytest.raises(ValueError, match="'rd'"):
         euler_time_average_nash_conv(starts, payoffs, ok_restart, 0.1, "rd")
     with pytest.raises(ValueError, match="-0.1"):

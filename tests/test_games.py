@@ -8,25 +8,25 @@ from neurd.games import (
     CHANCE,
     FORMAT_VERSION,
     NO_INDEX,
-    PAPER_GAMES,
     TERMINAL,
     GameError,
     GameFileError,
     compile_game,
     load,
-    load_game,
+    openspiel_game,
     save,
 )
+from neurd.names import GAMES
 
 
 @pytest.fixture(scope="session")
 def compiled():
-    return {name: compile_game(string) for name, (string, _) in PAPER_GAMES.items()}
+    return {name: compile_game(game.string) for name, game in GAMES.items()}
 
 
-@pytest.mark.parametrize("name", sorted(PAPER_GAMES))
+@pytest.mark.parametrize("name", sorted(GAMES))
 def test_information_state_counts_are_the_papers(compiled, name):
-    game, expected = compiled[name], PAPER_GAMES[name][1]
+    game, expected = compiled[name], GAMES[name].infostates
     assert game.num_infostates == expected  # paper: 12, 936, 2124
     assert sum(game.infostates_per_player) == expected
     assert len(set(game.infostate_string)) == expected  # one row per OpenSpiel string
@@ -64,16 +64,16 @@ def _playout(openspiel_game, game, rng):
         node = child
 
 
-@pytest.mark.parametrize("name", sorted(PAPER_GAMES))
+@pytest.mark.parametrize("name", sorted(GAMES))
 def test_arrays_follow_openspiel_along_random_paths(compiled, name):
     game = compiled[name]
-    openspiel_game = load_game(PAPER_GAMES[name][0])
+    game_of_openspiel = openspiel_game(GAMES[name].string)
     rng = np.random.default_rng(0)
     for _ in range(30):
-        _playout(openspiel_game, game, rng)
+        _playout(game_of_openspiel, game, rng)
 
 
-@pytest.mark.parametrize("name", sorted(PAPER_GAMES))
+@pytest.mark.parametrize("name", sorted(GAMES))
 def test_sequences_are_each_players_last_own_action(compiled, name):
     """Terminal sequences and info-state parents, recomputed by walking up the tree."""
     game = compiled[name]
@@ -100,7 +100,7 @@ def test_sequences_are_each_players_last_own_action(compiled, name):
 
 
 def test_save_load_round_trip(compiled, tmp_path):
-    game = compiled["leduc_poker"]
+    game = compiled["leduc"]
     path = tmp_path / "leduc.npz"
     save(game, path)
     with np.load(path, allow_pickle=False) as data:  # no object arrays anywhere
@@ -131,7 +131,7 @@ def _rewrite(path, out, **changes):
 ])
 def test_load_refuses_a_bad_file(compiled, tmp_path, changes, message):
     path = tmp_path / "kuhn.npz"
-    save(compiled["kuhn_poker"], path)
+    save(compiled["kuhn"], path)
     bad = _rewrite(path, tmp_path / "bad.npz", **changes)
     with pytest.raises(GameFileError, match=__import__("re").escape(message)):
         load(bad)

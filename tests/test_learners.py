@@ -5,8 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import neurd  # noqa: F401  (float64)
 from neurd import learners
+
+pytestmark = pytest.mark.usefixtures("float64")
 
 
 def _random_utilities(seed, rounds=200, actions=4, scale=3.0):

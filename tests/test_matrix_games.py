@@ -6,12 +6,11 @@ import pytest
 from open_spiel.python import policy as os_policy
 from scipy.optimize import linprog
 
-import neurd  # noqa: F401
 from neurd.matrix_games import (
     biased_rps,
     biased_rps_nash,
+    bimatrix_nash_conv,
     check_symmetric_zero_sum,
-    nash_conv,
     symmetric_equilibrium_bounds,
     symmetric_nash_conv,
 )
@@ -86,7 +85,7 @@ def test_symmetric_nash_conv_is_the_two_player_one_with_both_playing_pi():
         payoff = biased_rps(nu)
         for pi in rng.dirichlet(np.ones(3), size=5):
             assert symmetric_nash_conv(payoff, pi) == pytest.approx(
-                nash_conv(payoff, -payoff, pi, pi), abs=1e-13)
+                bimatrix_nash_conv(payoff, -payoff, pi, pi), abs=1e-13)
 
 
 def test_two_player_nash_conv_matches_openspiel_on_general_sum_games():
@@ -94,7 +93,8 @@ def test_two_player_nash_conv_matches_openspiel_on_general_sum_games():
     for shape in ((3, 3), (2, 4), (4, 3)):
         a, b = rng.normal(size=shape), rng.normal(size=shape)
         x, y = rng.dirichlet(np.ones(shape[0])), rng.dirichlet(np.ones(shape[1]))
-        assert nash_conv(a, b, x, y) == pytest.approx(openspiel_nash_conv(a, b, x, y), abs=1e-12)
+        assert bimatrix_nash_conv(a, b, x, y) == pytest.approx(
+            openspiel_nash_conv(a, b, x, y), abs=1e-12)
 
 
 def test_nash_conv_broadcasts_over_a_batch():

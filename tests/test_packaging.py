@@ -56,3 +56,14 @@ def test_lock_pins_exact_versions():
     for line in (ROOT / "requirements.lock").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", line.strip()), line
+
+
+def test_lower_bounds_are_the_tested_floor():
+    """Each direct dependency's lower bound is the version the lock pins (and CI installs)."""
+    pins = _locked()
+    for name, specifier in _pyproject_requirements().items():
+        floors = [s.version for s in Requirement(f"{name}{specifier}").specifier
+                  if s.operator == ">="]
+        assert floors == [pins[name]], (
+            f"{name}: pyproject's lower bound {floors} is not the locked {pins[name]}; "
+            "raise the bound and run `make lock`")

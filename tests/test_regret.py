@@ -4,9 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import neurd  # noqa: F401
 from neurd import regret
 from neurd.pipeline import matrix
+from neurd.stats import refined_optimum
+
+pytestmark = pytest.mark.usefixtures("float64")
 
 
 def _reference_regret(horizon, step_size, algorithm, forfeit, fraction=0.4, win=1.0, loss=-1.0):
@@ -110,7 +112,7 @@ def test_tuned_breaks_ties_towards_the_smallest_step():
 def test_refined_optimum_finds_a_parabola_vertex():
     eta = np.logspace(-2, 2, 41)
     regrets = (np.log10(eta) - np.log10(0.2086)) ** 2 + 5
-    optimum, inside = matrix.refined_optimum(eta, regrets)
+    optimum, inside = refined_optimum(eta, regrets)
     assert inside and optimum == pytest.approx(0.2086, rel=1e-9)
-    optimum, inside = matrix.refined_optimum(eta, -np.log10(eta))
+    optimum, inside = refined_optimum(eta, -np.log10(eta))
     assert not inside and optimum == pytest.approx(100.0)

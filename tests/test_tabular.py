@@ -14,24 +14,26 @@ import pyspiel
 import pytest
 
 from neurd import learners
-from neurd.games import PAPER_GAMES, compile_game, load_game
+from neurd.games import compile_game, openspiel_game
+from neurd.names import GAMES
 from neurd.tabular import cfr, evaluation
 from neurd.tabular.policies import random_policies, to_openspiel
 from neurd.tabular.sequence_form import counterfactual_values, sequence_form
 
-NAMES = sorted(PAPER_GAMES)
+NAMES = sorted(GAMES)
+pytestmark = pytest.mark.usefixtures("float64")
 
 
 class Game:
     def __init__(self, string):
         self.compiled = compile_game(string)
         self.form = sequence_form(self.compiled)
-        self.openspiel = load_game(string)  # turn-based where the game is simultaneous
+        self.openspiel = openspiel_game(string)  # turn-based where the game is simultaneous
 
 
 @pytest.fixture(scope="session")
 def games():
-    return {name: Game(string) for name, (string, _) in PAPER_GAMES.items()}
+    return {name: Game(game.string) for name, game in GAMES.items()}
 
 
 nash_conv = jax.jit(evaluation.nash_conv)
@@ -111,7 +113,7 @@ def _openspiel_cfr(game, iterations):
     return solver
 
 
-@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+@pytest.mark.parametrize("name", ["kuhn", "leduc"])
 def test_cfr_regret_matching_equals_openspiel(games, name):
     game = games[name]
     state = cfr.run(game.form, "rm", 1.0, 100)
@@ -153,7 +155,7 @@ def test_cfr_regret_matching_on_goofspiel_differs_only_by_rounding_of_exact_ties
     """
     game = games["goofspiel"]
     learner = cfr.local_learner("rm")
-    state = cfr.iteration(game.form, learner, cfr.init(game.form, learner), 1.0)
+    state = cfr.one_iteration(game.form, learner, cfr.init(game.form, learner), 1.0)
     table = _solver_table(_openspiel_cfr(game, 1))
     regrets, policy = np.asarray(state.params[0]), np.asarray(state.policy[0])
     ties = 0
@@ -194,7 +196,7 @@ def _hedge(eta):
         lambda cumulative, legal: learners.policy(eta * cumulative, legal))
 
 
-@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+@pytest.mark.parametrize("name", ["kuhn", "leduc"])
 def test_cfr_neurd_is_cfr_hedge(games, name):
     """Corollary: CFR(NeuRD) = CFR(Hedge), policies identical."""
     game, eta = games[name], 0.7
@@ -205,7 +207,7 @@ def test_cfr_neurd_is_cfr_hedge(games, name):
                                cfr.average_policy(game.form, hedge), atol=1e-12)
 
 
-@pytest.mark.parametrize("name, iterations", [("kuhn_poker", 400), ("leduc_poker", 200),
+@pytest.mark.parametrize("name, iterations", [("kuhn", 400), ("leduc", 200),
                                               ("goofspiel", 200)])
 def test_cfr_hedge_regret_within_the_corollarys_bound(games, name, iterations):
     """R_{i,T} <= sum_s max_a R_T(s, a)^+ <= |S_i| Delta_u sqrt(2 ln|A| T).
@@ -239,7 +241,7 @@ def test_logits_stay_finite_and_policies_exact_over_the_papers_longest_runs(game
     :mod:`neurd.tabular.cfr`; softmax subtracts the largest logit, so actions
     far behind underflow to probability exactly 0 instead of overflowing.
     """
-    game, eta, iterations = games["leduc_poker"], 4.0, 100_000
+    game, eta, iterations = games["leduc"], 4.0, 100_000
     legal = game.compiled.infostate_legal
     bound = eta * iterations * game.compiled.utility_range
     for name in ("neurd", "spg"):
@@ -256,7 +258,7 @@ def test_logits_stay_finite_and_policies_exact_over_the_papers_longest_runs(game
 
 
 def test_sweep_equals_single_runs(games):
-    game = games["kuhn_poker"]
+    game = games["kuhn"]
     checkpoints, etas = [1, 5, 20], [0.5, 2.0]
     curves = cfr.cfr_sweep(game.form, ["neurd", "spg"], etas, checkpoints)
     assert curves.shape == (2, 2, 3)
@@ -269,7 +271,7 @@ def test_sweep_equals_single_runs(games):
 
 
 def test_counterfactual_values_root_is_the_expected_value(games):
-    game = games["leduc_poker"]
+    game = games["leduc"]
     policy = jnp.asarray(random_policies(game.compiled, 1, seed=4)[0])
     plans = evaluation.realization_plans(game.form, policy)
     first = game.form.players[0].num_infostates
@@ -289,7 +291,7 @@ def test_counterfactual_values_root_is_the_expected_value(games):
 ])
 def test_bad_arguments_are_refused_before_computing(games, call, message):
     with pytest.raises(ValueError, match=message):
-        call(games["kuhn_poker"].form)
+        call(games["kuhn"].form)
 
 
 # --- the pipeline stage and the figure's statistics ----------------------------------------
@@ -329,12 +331,16 @@ def test_stage_table_reference_curve_and_claims():
     for t, value in zip(reference.iteration, reference.nash_conv):
         ours = nash_conv(form, cfr.average_policy(form, cfr.run(form, "rm", 1.0, int(t))))
         assert float(ours) == pytest.approx(value, abs=1e-12)
-    _, claims = fig4b.make({"nashconv": table}, cfg)
+    _, claims = fig4b.make({"nashconv": table}, cfg, "fig4b")
     assert len(claims) == 4 and {c.figure for c in claims} == {"fig4b"}
     assert {c.verdict for c in claims} <= {"pass", "fail", "differs"}
     assert claims[-1].verdict == "differs"  # two step sizes, not the paper's nine
-    _, claims = fig4b.make({"nashconv": table}, _section(figure_game="leduc"))
+    cfg = _section(figure_game="leduc", games=["kuhn", "leduc"])
+    assert [(f.name, f.wildcards) for f in stage.figures(cfg)] == [
+        ("fig4b_kuhn", {"game": "kuhn"}), ("fig4b", {"game": "leduc"})]
+    _, claims = fig4b.make({"nashconv": table}, cfg, "fig4b_kuhn")
     assert {c.figure for c in claims} == {"fig4b_kuhn"}
+    assert all("checked here on this game" in c.paper_says for c in claims[:3])
 
 
 def test_step_size_interval_is_the_exact_quantile_of_a_uniform_draw():
@@ -353,14 +359,13 @@ def test_step_size_interval_is_the_exact_quantile_of_a_uniform_draw():
     ({"figure_game": "leduc"}, "tabular.figure_game"),
     ({"games": ["kuhn", "leduc"]}, "tabular.games"),
     ({"expected_infostates": {"chess": 1}}, "tabular.expected_infostates"),
-    ({"step_sizes": [1.0, 1.0]}, "tabular.step_sizes"),
 ])
 def test_section_cross_checks_name_the_key(changes, message):
     from neurd.config import ConfigError
-    from neurd.pipeline.tabular import check_section
+    from neurd.pipeline.tabular import check
 
     with pytest.raises(ConfigError, match=message):
-        check_section(_section(**changes))
+        check(_section(**changes))
 
 
 def test_wrong_information_state_count_is_refused():

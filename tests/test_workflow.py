@@ -23,8 +23,10 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 # Documented tables: path -> leading columns (a table may add columns after these).
 TABLES = {
-    "results/matrix/regret_sweep.parquet": ["algorithm", "forfeit", "horizon", "step_size", "regret"],
-    "results/matrix/regret_vs_horizon.parquet": ["algorithm", "forfeit", "horizon", "step_size", "regret"],
+    "results/matrix/regret_sweep.parquet": ["algorithm", "forfeit", "horizon", "step_size",
+                                            "regret"],
+    "results/matrix/regret_vs_horizon.parquet": ["algorithm", "forfeit", "horizon", "step_size",
+                                                 "regret"],
     "results/matrix/reward_readings.parquet": ["reading", "win", "loss", "algorithm", "forfeit",
                                                "horizon", "step_size", "regret"],
     "results/matrix/trajectories.parquet": ["algorithm", "round", "action", "logit", "probability"],
@@ -131,7 +133,8 @@ def test_steps_are_deterministic(smoke_run, tmp_path):
         check=True, capture_output=True,
     )
     pd.testing.assert_frame_equal(
-        pd.read_parquet(out["sweep"]), pd.read_parquet(smoke_run / "results/matrix/regret_sweep.parquet")
+        pd.read_parquet(out["sweep"]),
+        pd.read_parquet(smoke_run / "results/matrix/regret_sweep.parquet"),
     )
 
 

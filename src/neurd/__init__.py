@@ -1,12 +1,8 @@
 """neurd: a reproduction of Neural Replicator Dynamics (Hennes et al., AAMAS 2020).
 
-Importing the package switches JAX to float64: every tabular result in this
-project is computed in double precision, and exact comparisons with OpenSpiel
-(to 1e-12) depend on it.
+Importing the package changes no global setting.  The tabular, matrix and RPS
+work runs in float64 inside its own entry points (:mod:`neurd.precision`);
+neural code runs in JAX's default float32.
 """
-
-import jax
-
-jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0"

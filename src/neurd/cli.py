@@ -8,6 +8,7 @@ and its input tables; ``neurd <step> --help`` lists the arguments.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import logging
 import pkgutil
@@ -16,8 +17,7 @@ import time
 
 import pandas as pd
 
-log = logging.getLogger("neurd")
-
+log = logging.getLogger(__package__)
 
 
 def _modules(package: str) -> list[str]:
@@ -26,9 +26,7 @@ def _modules(package: str) -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_"))
 
 
-# Every module of neurd.pipeline adds its steps with register(subparsers);
-# every module of neurd.figures except `style` is a figure with INPUTS and make().
-STAGES = _modules("neurd.pipeline")
+# Every module of neurd.figures except `style` is a figure with INPUTS and make().
 FIGURES = [name for name in _modules("neurd.figures") if name != "style"]
 
 
@@ -36,20 +34,24 @@ def _figure(args) -> None:
     from neurd.audit import write_audit
     from neurd.config import load_snapshot
     from neurd.figures import style
+    from neurd.precision import float64
 
-    module = importlib.import_module(f"neurd.figures.{args.name}")
+    module = importlib.import_module(f"neurd.figures.{args.module}")
+    name = args.name or args.module
     tables = {}
     for item in args.input:
-        name, _, path = item.partition("=")
-        tables[name] = pd.read_parquet(path)
+        table, _, path = item.partition("=")
+        tables[table] = pd.read_parquet(path)
     missing = [n for n in module.INPUTS if n not in tables]
     if missing:
-        raise SystemExit(f"figure {args.name} needs --input for {missing}")
-    fig, claims = module.make(tables, load_snapshot(args.config))
+        raise SystemExit(f"figure {name} needs --input for {missing}")
+    with float64():  # the audit's arithmetic on the float64 tables
+        fig, claims = module.make(tables, load_snapshot(args.config), name)
+    claims = [dataclasses.replace(claim, figure=name) for claim in claims]
     style.save(fig, args.png, args.pdf)
     frame = write_audit(claims, args.audit)
     for row in frame.itertuples():
-        log.info("%s [%s] %s: %s", args.name, row.verdict, row.claim, row.measured)
+        log.info("%s [%s] %s: %s", name, row.verdict, row.claim, row.measured)
 
 
 def _audit_gather(args) -> None:
@@ -68,14 +70,17 @@ def _provenance(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="neurd", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=__package__, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
 
-    for stage in STAGES:
-        importlib.import_module(f"neurd.pipeline.{stage}").register(sub)
+    from neurd.stages import STAGES
+
+    for stage in STAGES.values():
+        stage.add_steps(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")
-    p.add_argument("name", choices=FIGURES)
+    p.add_argument("module", choices=FIGURES, help="the figure's module in neurd.figures")
+    p.add_argument("--name", help="the figure's name (default: the module's), e.g. fig4b_kuhn")
     p.add_argument("--config", required=True, help="config snapshot of the figure's section")
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
                    help="an input table (repeat); names as the figure module's INPUTS")

@@ -38,8 +38,10 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from neurd.learners import LEARNERS, advantage, logit_step, policy
+from neurd.learners import advantage, logit_step, policy
 from neurd.matrix_games import symmetric_nash_conv
+from neurd.names import LEARNERS, NEURD, SPG, check_name
+from neurd.precision import float64
 
 
 def action_values(payoff: jax.Array, pi: jax.Array) -> jax.Array:
@@ -78,6 +80,7 @@ def policy_velocity(logits: jax.Array, payoff: jax.Array, learner: str) -> jax.A
     return pi_dot
 
 
+@float64
 def speed_ratio(pi: np.ndarray, payoff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Euclidean speeds ``||pi_dot_RD||`` and ``||pi_dot_PG||`` at interior policies.
 
@@ -90,26 +93,54 @@ def speed_ratio(pi: np.ndarray, payoff: np.ndarray) -> tuple[np.ndarray, np.ndar
                          f"smallest given: {pi.min()!r}")
     logits = jnp.log(jnp.asarray(pi))
     payoff = jnp.asarray(payoff, dtype=jnp.float64)
-    rd = jnp.linalg.norm(policy_velocity(logits, payoff, "neurd"), axis=-1)
-    pg = jnp.linalg.norm(policy_velocity(logits, payoff, "spg"), axis=-1)
+    rd = jnp.linalg.norm(policy_velocity(logits, payoff, NEURD), axis=-1)
+    pg = jnp.linalg.norm(policy_velocity(logits, payoff, SPG), axis=-1)
     return np.asarray(rd), np.asarray(pg)
 
 
 # --- explicit Euler, as the paper integrates Figs 4a and 5 -------------------
 
 
-def sample_initial_policies(
-    seed: int, count: int, num_actions: int = 3, stream: int = 0
-) -> np.ndarray:
+@float64
+def sample_initial_policies(key: jax.Array, count: int, num_actions: int = 3) -> np.ndarray:
     """``count`` policies drawn uniformly from the simplex (Dirichlet(1, ..., 1)), ``[count, A]``.
 
-    ``stream`` separates independent draws made from the same ``seed``.
+    ``key``: a JAX PRNG key, one per experiment (:func:`neurd.streams.key`).
+    Drawn in float64.
     """
     if count < 1 or num_actions < 2:
         raise ValueError(f"need count >= 1 and num_actions >= 2, got count={count!r}, "
                          f"num_actions={num_actions!r}")
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), stream)
-    return np.asarray(jax.random.dirichlet(key, jnp.ones(num_actions), (count,)))
+    return np.asarray(jax.random.dirichlet(key, jnp.ones(num_actions, jnp.float64), (count,),
+                                           dtype=jnp.float64))
+
+
+def simplex_grid(resolution: int) -> np.ndarray:
+    """Interior points ``(i, j, k) / resolution`` with ``i, j, k >= 1``, ``[K, 3]``."""
+    if resolution < 3:
+        raise ValueError(f"simplex grid resolution must be >= 3, got {resolution!r}")
+    points = [(i, j, resolution - i - j) for i in range(1, resolution - 1)
+              for j in range(1, resolution - i)]
+    return np.asarray(points, dtype=np.float64) / resolution
+
+
+def phase_schedule(nus, phase_iterations: int) -> tuple[np.ndarray, np.ndarray]:
+    """Phase number (1-based) and nu of every iteration, ``-> ([T], [T])``."""
+    if int(phase_iterations) != phase_iterations or phase_iterations < 1:
+        raise ValueError(f"phase_iterations must be a positive integer, got {phase_iterations!r}")
+    if len(nus) < 1:
+        raise ValueError("need at least one phase (nus is empty)")
+    phases = np.repeat(np.arange(1, len(nus) + 1), int(phase_iterations))
+    return phases, np.asarray(nus, dtype=np.float64)[phases - 1]
+
+
+def phase_restarts(phases: np.ndarray, restart_average: bool) -> np.ndarray:
+    """Where the time average starts afresh: iteration 1, and each switch if asked."""
+    restart = np.zeros(len(phases), dtype=bool)
+    restart[0] = True
+    if restart_average:
+        restart[1:] = phases[1:] != phases[:-1]
+    return restart
 
 
 def _time_average_run(logits, payoffs, restart, dt, learner):
@@ -144,6 +175,7 @@ def _batched_runs(logits, payoffs, restart, dt, learner):
         logits, payoffs, restart, dt, learner)
 
 
+@float64
 def euler_time_average_nash_conv(
     initial_policies, payoffs, restart, dt: float, learner: str
 ) -> np.ndarray:
@@ -167,8 +199,7 @@ def euler_time_average_nash_conv(
 
 
 def _check_run_inputs(initial_policies, payoffs, restart, dt, learner) -> None:
-    if learner not in LEARNERS:
-        raise ValueError(f"unknown learner {learner!r}; expected one of {LEARNERS}")
+    check_name(learner, LEARNERS, "learner")
     if not (np.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a positive number, got {dt!r}")
     if initial_policies.ndim != 2 or np.any(initial_policies <= 0.0) or not np.allclose(
@@ -194,11 +225,12 @@ def _check_run_inputs(initial_policies, payoffs, restart, dt, learner) -> None:
 
 @partial(jax.jit, static_argnames=("learner",))
 def _augmented_velocity(state, payoff, learner):
-    """``d/dt [y, Y] = [velocity(y), softmax(y)]`` on ``[N, 2A]``; ``Y(t)/t`` is the time average."""
+    """``d/dt [y, Y] = [velocity(y), softmax(y)]`` on ``[N, 2A]``; ``Y(t)/t``: the time average."""
     logits, _ = jnp.split(state, 2, axis=-1)
     return jnp.concatenate([logit_velocity(logits, payoff, learner), policy(logits)], axis=-1)
 
 
+@float64
 def integrate_flow(
     initial_policies, payoff, learner: str, times, rtol: float = 1e-10, atol: float = 1e-10
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -218,8 +250,7 @@ def integrate_flow(
         raise ValueError(f"initial_policies must be [N, A] interior policies, got {pi0!r}")
     if times.ndim != 1 or times.size < 1 or np.any(times < 0.0) or np.any(np.diff(times) <= 0.0):
         raise ValueError(f"times must be increasing and non-negative, got {times!r}")
-    if learner not in LEARNERS:
-        raise ValueError(f"unknown learner {learner!r}; expected one of {LEARNERS}")
+    check_name(learner, LEARNERS, "learner")
     payoff_j = jnp.asarray(payoff, dtype=jnp.float64)
     shape = (pi0.shape[0], 2 * pi0.shape[1])
 

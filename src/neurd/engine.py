@@ -17,22 +17,28 @@ Policies are ``[I, A]`` arrays over the information states of both players
 in the compiled order (``game.infostate_string`` names them), zero at
 illegal actions; the evaluation functions also take a batch ``[N, I, A]``.
 Inputs are checked before any computation and refused with a message that
-names the bad value.  See ``docs/engine.md`` for a worked example.
+names the bad value.  Every function computes in float64 whatever the
+caller's JAX setting (:mod:`neurd.precision`); policies and values come back
+as NumPy float64 arrays, CFR states as JAX pytrees for the functions here.
+:data:`GAMES` are the paper's three games (short name -> OpenSpiel string and
+information-state count).  See ``docs/engine.md`` for a worked example.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from neurd.games import PAPER_GAMES, CompiledGame, GameError, GameFileError
+from neurd.games import CompiledGame, GameError, GameFileError
 from neurd.games import compile_game as _compile_game
 from neurd.games import load as _load
 from neurd.games import save as _save
+from neurd.names import GAMES, NEURD
+from neurd.precision import float64
 from neurd.tabular import cfr as _cfr
 from neurd.tabular import evaluation as _evaluation
 from neurd.tabular.cfr import CFRState, LocalLearner
@@ -40,10 +46,10 @@ from neurd.tabular.policies import check_policy, from_openspiel, random_policies
 from neurd.tabular.sequence_form import SequenceForm
 from neurd.tabular.sequence_form import sequence_form as _sequence_form
 
-Game = Union[CompiledGame, SequenceForm]
+Game = CompiledGame | SequenceForm
 
 __all__ = [
-    "PAPER_GAMES", "CFRState", "CompiledGame", "GameError", "GameFileError", "LocalLearner",
+    "GAMES", "CFRState", "CompiledGame", "GameError", "GameFileError", "LocalLearner",
     "SequenceForm", "average_policy", "best_response", "best_response_values", "cfr",
     "cfr_regret", "cfr_sweep", "check_policy", "compile_game", "current_policy",
     "expected_values", "from_openspiel", "load_game", "nash_conv", "random_policies",
@@ -73,11 +79,27 @@ def save_game(game: CompiledGame, path) -> None:
     _save(game, path)
 
 
+def _exact(function):
+    """In float64; results as NumPy float64 arrays (JAX arrays only while being traced).
+
+    NumPy results keep the caller free of JAX's precision setting: a float64
+    JAX array used in arithmetic outside double precision would be truncated.
+    """
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with float64():
+            result = function(*args, **kwargs)
+        return result if isinstance(result, jax.core.Tracer) else np.asarray(result)
+
+    return wrapper
+
+
 @functools.lru_cache(maxsize=16)
 def _cached_form(game: CompiledGame) -> SequenceForm:
     return _sequence_form(game)
 
 
+@float64
 def sequence_form(game: Game) -> SequenceForm:
     """The JAX layout of ``game`` (built once per compiled game, then cached)."""
     if isinstance(game, SequenceForm):
@@ -91,7 +113,7 @@ def _policy(game: Game, policy) -> jax.Array:
     """Checked policy as a float64 JAX array (values checked unless traced)."""
     if isinstance(policy, jax.core.Tracer):
         return policy
-    return jnp.asarray(check_policy(game, policy))
+    return jnp.asarray(check_policy(game, policy), dtype=jnp.float64)
 
 
 def _batched(function, game: Game, policy):
@@ -111,22 +133,26 @@ def _batched_jit(function, form, policies):
     return jax.vmap(function, in_axes=(None, 0))(form, policies)
 
 
-def uniform_policy(game: Game) -> jax.Array:
+@_exact
+def uniform_policy(game: Game) -> np.ndarray:
     """``[I, A]``: uniform over the legal actions at every information state."""
     return _evaluation.uniform_policy(sequence_form(game))
 
 
-def expected_values(game: Game, policy) -> jax.Array:
+@_exact
+def expected_values(game: Game, policy) -> np.ndarray:
     """``[2]`` (or ``[N, 2]``): expected return of each player under ``policy``."""
     return _batched(_evaluation.expected_values, game, policy)
 
 
-def best_response_values(game: Game, policy) -> jax.Array:
+@_exact
+def best_response_values(game: Game, policy) -> np.ndarray:
     """``[2]`` (or ``[N, 2]``): each player's best-response value against ``policy``."""
     return _batched(_evaluation.best_response_values, game, policy)
 
 
-def nash_conv(game: Game, policy) -> jax.Array:
+@_exact
+def nash_conv(game: Game, policy) -> np.ndarray:
     """NashConv (paper, eq. nashconv): summed best-response gains; ``[]`` or ``[N]``.
 
     Equals ``pyspiel.nash_conv`` to ~1e-15 (tested to 1e-10).
@@ -134,7 +160,8 @@ def nash_conv(game: Game, policy) -> jax.Array:
     return _batched(_evaluation.nash_conv, game, policy)
 
 
-def best_response(game: Game, policy, player: int) -> jax.Array:
+@_exact
+def best_response(game: Game, policy, player: int) -> np.ndarray:
     """``[I_player, A]`` one-hot best response of ``player`` (0 or 1) to ``policy``.
 
     Rows are ``player``'s information states in the compiled order (player 0's
@@ -151,7 +178,8 @@ def _best_response_jit(form, policy, player):
     return _evaluation.best_response(form, policy, player)
 
 
-def cfr(game: Game, learner: str | LocalLearner = "neurd", step_size=1.0,
+@float64
+def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
         iterations: int = 1000) -> CFRState:
     """Run CFR with a local learner for ``iterations`` alternating iterations.
 
@@ -168,7 +196,8 @@ def cfr(game: Game, learner: str | LocalLearner = "neurd", step_size=1.0,
     return _cfr.run(form, chosen, step_size, iterations)
 
 
-def cfr_regret(game: Game, learner: str | LocalLearner = "neurd", step_size=1.0,
+@float64
+def cfr_regret(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
                iterations: int = 1000) -> tuple[CFRState, jax.Array]:
     """As :func:`cfr`, and ``[2]`` each player's external regret ``R_{i,T}``.
 
@@ -183,6 +212,7 @@ def cfr_regret(game: Game, learner: str | LocalLearner = "neurd", step_size=1.0,
     return _cfr.run_with_regret(form, chosen, step_size, iterations)
 
 
+@float64
 def cfr_sweep(game: Game, learners: Sequence[str | LocalLearner], step_sizes,
               checkpoints: Sequence[int]) -> np.ndarray:
     """NashConv of the average policy, ``[learners, step sizes, checkpoints]``.
@@ -193,12 +223,14 @@ def cfr_sweep(game: Game, learners: Sequence[str | LocalLearner], step_sizes,
     return _cfr.cfr_sweep(sequence_form(game), learners, step_sizes, checkpoints)
 
 
-def average_policy(game: Game, state: CFRState) -> jax.Array:
+@_exact
+def average_policy(game: Game, state: CFRState) -> np.ndarray:
     """``[I, A]``: CFR's sequence-probability average policy (the one that converges)."""
     return _cfr.average_policy(sequence_form(game), state)
 
 
-def current_policy(state: CFRState) -> jax.Array:
+@_exact
+def current_policy(state: CFRState) -> np.ndarray:
     """``[I, A]``: the policy of CFR's last iteration."""
     return _cfr.current_policy(state)
 
@@ -214,5 +246,5 @@ def _check_step_size(form: SequenceForm, step_size) -> None:
     if eta.ndim and eta.shape != (form.num_infostates, 1):
         raise ValueError(f"step_size must be a number or have shape "
                          f"({form.num_infostates}, 1), got shape {eta.shape}")
-    if not np.all(np.isfinite(eta)) or np.any(eta < 0):
-        raise ValueError(f"step_size must be finite and non-negative, got {step_size!r}")
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"step_size must be finite and positive, got {step_size!r}")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-LEARNERS = ("neurd", "spg")
+from neurd.names import LEARNERS, NEURD, SPG, check_name
 
 
 def policy(logits: jax.Array, legal_mask: jax.Array | None = None) -> jax.Array:
@@ -67,17 +67,12 @@ def spg_step(
     return logits + step_size * policy(logits, legal_mask) * advantages
 
 
-LOGIT_STEPS = {"neurd": neurd_step, "spg": spg_step}
+LOGIT_STEPS = {NEURD: neurd_step, SPG: spg_step}
 
 
 def logit_step(name: str):
     """The logit step of learner ``name`` (``"neurd"`` or ``"spg"``)."""
-    try:
-        return LOGIT_STEPS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown learner {name!r}; expected one of {sorted(LOGIT_STEPS)}"
-        ) from None
+    return LOGIT_STEPS[check_name(name, LEARNERS, "learner")]
 
 
 # --- reference learners -----------------------------------------------------

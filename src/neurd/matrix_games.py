@@ -99,7 +99,7 @@ def symmetric_nash_conv(payoff, pi):
     return 2.0 * values.max(axis=-1)
 
 
-def nash_conv(row_payoff, col_payoff, x, y):
+def bimatrix_nash_conv(row_payoff, col_payoff, x, y):
     """NashConv (eq. nashconv) of the profile ``(x, y)`` in a bimatrix game.
 
     ``row_payoff[i, j]`` / ``col_payoff[i, j]``: payoffs of the row / column

@@ -7,12 +7,12 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from typing import Mapping
+from collections.abc import Mapping
 
 from neurd.tables import config_hash
 
 PACKAGES = (
-    "neurd", "snakemake", "jax", "jaxlib", "open_spiel", "numpy", "scipy",
+    __package__, "snakemake", "jax", "jaxlib", "open_spiel", "numpy", "scipy",
     "pandas", "pyarrow", "matplotlib", "seaborn", "mpltern", "pygments", "pyyaml",
 )
 
@@ -61,10 +61,11 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".") -> dict[str, object]:
     ``neurd.config_hash`` metadata records (a table is made from one section
     plus the seed, see :func:`neurd.config.section`).
     """
-    from neurd.config import SECTIONS, section
+    from neurd.config import section
+    from neurd.stages import SECTIONS
 
     return {
-        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "git": git_revision(cwd),
         "packages": package_versions(),
         "config": config,

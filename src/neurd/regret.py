@@ -21,9 +21,12 @@ import numpy as np
 
 from neurd.learners import advantage, logit_step, policy
 from neurd.matrix_games import ACTION_NAMES, matching_pennies_utilities
+from neurd.names import HEDGE, NEURD, SPG, TRAJECTORY_ALGORITHMS, check_name
+from neurd.precision import float64
 
-# Hedge is NeuRD in the single-state all-actions case (Statement 1).
-ALGORITHMS = {"hedge": "neurd", "spg": "spg"}
+# The learner behind each algorithm of the sweep: Hedge is NeuRD in the
+# single-state all-actions case (Statement 1).
+LEARNER_OF = {HEDGE: NEURD, SPG: SPG}
 
 
 def switch_rounds(horizons, switch_fraction: float) -> np.ndarray:
@@ -36,7 +39,7 @@ def switch_rounds(horizons, switch_fraction: float) -> np.ndarray:
 
 @partial(jax.jit, static_argnames=("algorithm", "forfeit", "max_horizon"))
 def _regret_grid(horizons, switches, step_sizes, win, loss, *, algorithm, forfeit, max_horizon):
-    step = logit_step(ALGORITHMS[algorithm])
+    step = logit_step(LEARNER_OF[algorithm])
     n_actions = 3 if forfeit else 2
     etas = step_sizes[None, :, None]
 
@@ -54,9 +57,9 @@ def _regret_grid(horizons, switches, step_sizes, win, loss, *, algorithm, forfei
 
     n_h, n_e = horizons.shape[0], step_sizes.shape[0]
     init = (
-        jnp.zeros((n_h, n_e, n_actions)),
-        jnp.zeros((n_h, n_actions)),
-        jnp.zeros((n_h, n_e)),
+        jnp.zeros((n_h, n_e, n_actions), jnp.float64),
+        jnp.zeros((n_h, n_actions), jnp.float64),
+        jnp.zeros((n_h, n_e), jnp.float64),
     )
     (_, cumulative_utility, cumulative_value), _ = jax.lax.scan(
         one_round, init, jnp.arange(max_horizon), unroll=8
@@ -64,6 +67,7 @@ def _regret_grid(horizons, switches, step_sizes, win, loss, *, algorithm, forfei
     return jnp.max(cumulative_utility, axis=-1)[:, None] - cumulative_value
 
 
+@float64
 def regret_grid(
     horizons,
     step_sizes,
@@ -75,14 +79,15 @@ def regret_grid(
     loss: float = -1.0,
 ) -> np.ndarray:
     """Final regret ``R_T`` for every horizon x step size: ``[H], [E] -> [H, E]``."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {sorted(ALGORITHMS)}")
+    check_name(algorithm, LEARNER_OF, "algorithm")
     horizons = np.asarray(horizons, dtype=np.int64)
     if horizons.ndim != 1 or horizons.size == 0 or np.any(horizons <= 0):
-        raise ValueError(f"horizons must be a non-empty list of positive integers, got {horizons!r}")
+        raise ValueError("horizons must be a non-empty list of positive integers, "
+                         f"got {horizons!r}")
     step_sizes = np.asarray(step_sizes, dtype=np.float64)
     if step_sizes.ndim != 1 or step_sizes.size == 0 or np.any(step_sizes <= 0):
-        raise ValueError(f"step sizes must be a non-empty list of positive numbers, got {step_sizes!r}")
+        raise ValueError("step sizes must be a non-empty list of positive numbers, "
+                         f"got {step_sizes!r}")
     regret = _regret_grid(
         jnp.asarray(horizons),
         jnp.asarray(switch_rounds(horizons, switch_fraction)),
@@ -96,9 +101,7 @@ def regret_grid(
     return np.asarray(regret)
 
 
-TRAJECTORY_ALGORITHMS = ("hedge", "neurd", "spg")
-
-
+@float64
 def trajectory(
     horizon: int,
     step_size: float,
@@ -118,13 +121,12 @@ def trajectory(
     Hedge and NeuRD logits differ by a shift common to all actions, so their
     policies are the same (Statement 1).
     """
-    if algorithm not in TRAJECTORY_ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {TRAJECTORY_ALGORITHMS}")
+    check_name(algorithm, TRAJECTORY_ALGORITHMS, "algorithm")
     switch = int(switch_rounds([horizon], switch_fraction)[0])
     rounds = jnp.arange(horizon)
     n_actions = 3 if forfeit else 2
-    init = jnp.zeros(n_actions)
-    if algorithm == "hedge":
+    init = jnp.zeros(n_actions, jnp.float64)
+    if algorithm == HEDGE:
         utilities = matching_pennies_utilities(rounds < switch, forfeit, win, loss)
         logits = step_size * jnp.cumsum(utilities, axis=0)
     else:

@@ -116,3 +116,22 @@ def first_crossing(x, y, level: float) -> float:
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     below = np.flatnonzero(y <= level)
     return float(x[below[0]]) if below.size else float("nan")
+
+
+def refined_optimum(x, y) -> tuple[float, bool]:
+    """The positive ``x`` minimising ``y(x)`` on a log grid, refined between grid points.
+
+    Fits a parabola in ``log10(x)`` through the grid minimum and its two
+    neighbours and returns its vertex, and whether the minimum lies inside the
+    grid (``False``: it is at an end and is returned as is).  Fig 2's audit
+    refines the tuned step size this way.  Shapes: ``[K], [K] -> ([], bool)``.
+    """
+    order = np.argsort(x)
+    x = np.log10(np.asarray(x, float)[order])
+    y = np.asarray(y, float)[order]
+    i = int(np.argmin(y))
+    if i == 0 or i == len(x) - 1:
+        return float(10 ** x[i]), False
+    a, b, _ = np.polyfit(x[i - 1:i + 2], y[i - 1:i + 2], 2)
+    vertex = -b / (2 * a) if a > 0 else x[i]
+    return float(10 ** np.clip(vertex, x[i - 1], x[i + 1])), True

@@ -20,9 +20,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Iterator, Mapping
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -128,3 +129,34 @@ def read_metadata(path: str | os.PathLike) -> dict:
         for key, value in raw.items()
         if key.startswith(prefix)
     }
+
+
+def tidy(
+    axes: Sequence[Mapping[str, object]],
+    values: Mapping[str, object],
+    **constants,
+) -> pd.DataFrame:
+    """A long table from arrays on a grid: one row per cell, in C order.
+
+    ``axes``: one mapping per array axis, from column name to that axis's
+    coordinates (several columns may share an axis, e.g. iteration and the
+    phase of each iteration); ``values``: column name -> array of the grid's
+    shape; ``constants``: columns with one value for every row (listed first).
+    The first axis varies slowest, as ``np.meshgrid(..., indexing="ij")``.
+    """
+    coords = [{name: np.asarray(c) for name, c in axis.items()} for axis in axes]
+    shape = tuple(len(next(iter(axis.values()))) for axis in coords)
+    columns: dict[str, object] = dict(constants)
+    for i, axis in enumerate(coords):
+        inner, outer = int(np.prod(shape[i + 1:])), int(np.prod(shape[:i]))
+        for name, c in axis.items():
+            if c.shape != (shape[i],):
+                raise ValueError(f"column {name!r}: {c.shape[0]} coordinates on an axis of "
+                                 f"length {shape[i]}")
+            columns[name] = np.tile(np.repeat(c, inner), outer)
+    for name, array in values.items():
+        array = np.asarray(array)
+        if array.shape != shape:
+            raise ValueError(f"column {name!r}: shape {array.shape}, the grid is {shape}")
+        columns[name] = array.reshape(-1)
+    return pd.DataFrame(columns)

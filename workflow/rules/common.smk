@@ -1,11 +1,12 @@
-# Shared definitions: how rules call the package, config snapshots, figure list.
+# Shared definitions: how rules call the package, config snapshots, the figure list.
 import os
 import shutil
 import sys
 
-from neurd.config import SECTIONS, section
-from neurd.pipeline.tabular import figure_names
+from neurd.config import section
+from neurd.stages import SECTIONS, figures
 from neurd.tables import write_json
+
 
 # Rules call the package's command-line steps (`neurd <step>`).  When Snakemake
 # runs from a virtual environment that is not activated, put that
@@ -20,8 +21,11 @@ if shutil.which("neurd") is None:
 
 CONDA_ENV = "../envs/neurd.yaml"
 
-# Paper figures made by this workflow; each writes results/audit/<figure>.csv.
-FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", *figure_names(config["tabular"])]
+# Every paper figure the config makes (from the stage registry): name -> job
+# (its module in neurd.figures, config section and input tables).  Each writes
+# results/figures/<name>.png|pdf and results/audit/<name>.csv.
+FIGURE_JOBS = {job.name: job for job in figures(config)}
+FIGURES = list(FIGURE_JOBS)
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
 
 
@@ -30,13 +34,15 @@ rule config_snapshot:
     the --config file of every command-line step (rerun by hand from it)."""
     output:
         "results/config/{section}.json",
-    params:
-        cfg=lambda wildcards: config if wildcards.section == "all" else section(config, wildcards.section),
-    wildcard_constraints:
-        section="|".join(["all", *SECTIONS]),
     log:
         "results/logs/config_snapshot_{section}.log",
+    wildcard_constraints:
+        section="|".join(["all", *SECTIONS]),
     localrule: True
+    params:
+        cfg=lambda wildcards: (
+            config if wildcards.section == "all" else section(config, wildcards.section)
+        ),
     run:
         write_json(output[0], params.cfg)
         with open(log[0], "w") as handle:

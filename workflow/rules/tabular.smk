@@ -1,12 +1,9 @@
 # Figure 4b (and its extras for other games): tabular counterfactual NeuRD vs
 # SPG, i.e. CFR with either local learner, on OpenSpiel games compiled once.
-from neurd.pipeline.tabular import figure_name
+from neurd.names import REFERENCE_SOLVERS
 
 TABULAR = config["tabular"]
-TABULAR_GAMES = list(TABULAR["games"])
-# figure name (fig4b, fig4b_<game>) -> game
-TABULAR_FIGURE_GAME = {figure_name(game, TABULAR): game for game in TABULAR_GAMES}
-TABULAR_GAME_PATTERN = "|".join(TABULAR_GAMES)
+TABULAR_GAME_PATTERN = "|".join(TABULAR["games"])
 
 
 rule compile_game:
@@ -18,13 +15,13 @@ rule compile_game:
         "results/games/{game}.npz",
     log:
         "results/logs/compile_game_{game}.log",
-    resources:
-        mem_mb=2000,
-        runtime=10,
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
     conda:
         CONDA_ENV
+    resources:
+        mem_mb=2000,
+        runtime=10,
     shell:
         "neurd compile-game --config {input.cfg} --game {wildcards.game}"
         " --out {output} > {log} 2>&1"
@@ -42,14 +39,14 @@ rule tabular_sweep:
         "results/logs/tabular_sweep_{game}.log",
     benchmark:
         "results/benchmarks/tabular_sweep_{game}.tsv"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=240,
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
     conda:
         CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
     shell:
         "neurd tabular-sweep --config {input.cfg} --game {wildcards.game}"
         " --compiled {input.game} --out {output} > {log} 2>&1"
@@ -65,15 +62,15 @@ rule tabular_reference:
         "results/logs/tabular_reference_{game}_{solver}.log",
     benchmark:
         "results/benchmarks/tabular_reference_{game}_{solver}.tsv"
+    wildcard_constraints:
+        game=TABULAR_GAME_PATTERN,
+        solver="|".join(REFERENCE_SOLVERS),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=4000,
         runtime=600,
-    wildcard_constraints:
-        game=TABULAR_GAME_PATTERN,
-        solver="cfr_rm|cfr_plus",
-    conda:
-        CONDA_ENV
     shell:
         "neurd tabular-reference --config {input.cfg} --game {wildcards.game}"
         " --solver {wildcards.solver} --out {output} > {log} 2>&1"
@@ -84,37 +81,19 @@ rule tabular_nashconv:
     input:
         cfg="results/config/tabular.json",
         sweep="results/tabular/{game}/sweep.parquet",
-        reference=expand("results/tabular/{{game}}/reference_{solver}.parquet",
-                         solver=TABULAR["reference_solvers"]),
+        reference=expand(
+            "results/tabular/{{game}}/reference_{solver}.parquet",
+            solver=TABULAR["reference_solvers"],
+        ),
     output:
         "results/tabular/{game}/nashconv.parquet",
     log:
         "results/logs/tabular_nashconv_{game}.log",
-    localrule: True
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
+    localrule: True
     conda:
         CONDA_ENV
     shell:
         "neurd tabular-table --config {input.cfg} --game {wildcards.game}"
         " --sweep {input.sweep} --reference {input.reference} --out {output} > {log} 2>&1"
-
-
-rule fig4b:
-    """Figure 4b for the figure game (fig4b) and each extra game (fig4b_<game>)."""
-    input:
-        cfg="results/config/tabular.json",
-        table=lambda wildcards: f"results/tabular/{TABULAR_FIGURE_GAME[wildcards.figure]}/nashconv.parquet",
-    output:
-        png=report("results/figures/{figure}.png", caption="../report/fig4b.rst", category="Figures"),
-        pdf="results/figures/{figure}.pdf",
-        audit="results/audit/{figure}.csv",
-    log:
-        "results/logs/{figure}.log",
-    wildcard_constraints:
-        figure="|".join(TABULAR_FIGURE_GAME),
-    conda:
-        CONDA_ENV
-    shell:
-        "neurd figure fig4b --config {input.cfg} --input nashconv={input.table}"
-        " --png {output.png} --pdf {output.pdf} --audit {output.audit} > {log} 2>&1"

@@ -7,7 +7,7 @@ growth rates (slopes) in the legend, which is what the claims are about.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -15,10 +15,11 @@ import pandas as pd
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
 from neurd.matrix_games import matching_pennies_utilities
+from neurd.names import HEDGE, SPG
 from neurd.stats import loglog_slope
 
 FIGURE = "fig1"
-CURVES = [("spg", False), ("spg", True), ("hedge", False), ("hedge", True)]
+CURVES = [(SPG, False), (SPG, True), (HEDGE, False), (HEDGE, True)]
 
 
 def _label(algorithm: str, forfeit: bool) -> str:
@@ -51,8 +52,9 @@ def plot(tuned: pd.DataFrame, cfg: Mapping):
         kw = dict(color=style.PALETTE[algorithm], marker="o" if forfeit else "s",
                   linestyle="-" if forfeit else ":", markersize=4)
         lin.plot(c.horizon, c.regret, label=_label(algorithm, forfeit), **kw)
-        log.plot(c.horizon, c.regret, label=f"{_label(algorithm, forfeit)}: slope {slope:.2f}", **kw)
-    spg_f = _curve(tuned, "spg", True)
+        log.plot(c.horizon, c.regret, label=f"{_label(algorithm, forfeit)}: slope {slope:.2f}",
+                 **kw)
+    spg_f = _curve(tuned, SPG, True)
     a, b, r2 = linear_fit(spg_f.horizon, spg_f.regret)
     t = np.linspace(0, spg_f.horizon.max(), 200)
     lin.plot(t, a * t + b, "k--", linewidth=1, label=f"least-squares fit: {a:.3f} T + {b:.1f}")
@@ -92,7 +94,7 @@ def _slope_claim(tuned, cfg, algorithm, forfeit, claim, paper_says, low, high) -
 def _grid_claim(tuned: pd.DataFrame, sweep: pd.DataFrame, cfg: Mapping) -> Claim:
     """The tuned step sizes must be interior to the grid where slopes are fitted."""
     lo, hi = sweep.step_size.min(), sweep.step_size.max()
-    fitted = tuned[(tuned.horizon >= cfg["fit_min_horizon"]) & (tuned.algorithm == "spg")]
+    fitted = tuned[(tuned.horizon >= cfg["fit_min_horizon"]) & (tuned.algorithm == SPG)]
     edge = fitted[(fitted.step_size <= lo) | (fitted.step_size >= hi)]
     where = ", ".join(f"{r.algorithm}/forfeit={r.forfeit}/T={r.horizon}" for r in edge.itertuples())
     return Claim(
@@ -107,7 +109,7 @@ def _grid_claim(tuned: pd.DataFrame, sweep: pd.DataFrame, cfg: Mapping) -> Claim
 
 
 def _hedge_bound_claim(table: pd.DataFrame, reading: str) -> Claim:
-    hedge = table[(table.algorithm == "hedge") & (~table.forfeit)]
+    hedge = table[(table.algorithm == HEDGE) & (~table.forfeit)]
     largest = hedge[hedge.step_size == hedge.step_size.max()]
     worst = float(largest.regret.max())
     best_tuned = float(hedge.groupby("horizon").regret.min().max())
@@ -123,20 +125,22 @@ def _hedge_bound_claim(table: pd.DataFrame, reading: str) -> Claim:
     )
 
 
-def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping) -> list[Claim]:
+def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame,
+           cfg: Mapping) -> list[Claim]:
     win, loss = cfg["rewards"]["win"], cfg["rewards"]["loss"]
     rows = [
-        _slope_claim(tuned, cfg, "spg", False, "SPG regret grows like sqrt(T) without forfeit",
+        _slope_claim(tuned, cfg, SPG, False, "SPG regret grows like sqrt(T) without forfeit",
                      "'growth rate is roughly a function of sqrt(T)'", 0.35, 0.65),
-        _slope_claim(tuned, cfg, "spg", True, "SPG regret grows linearly with the forfeit action",
-                     "'drastically increases the regret growth-rate for SPG to linear'", 0.85, 1.15),
-        _slope_claim(tuned, cfg, "hedge", False, "Hedge regret stays constant (no forfeit)",
+        _slope_claim(tuned, cfg, SPG, True, "SPG regret grows linearly with the forfeit action",
+                     "'drastically increases the regret growth-rate for SPG to linear'",
+                     0.85, 1.15),
+        _slope_claim(tuned, cfg, HEDGE, False, "Hedge regret stays constant (no forfeit)",
                      "'Hedge has near-constant regret'", -0.1, 0.1),
-        _slope_claim(tuned, cfg, "hedge", True, "Hedge regret stays constant (with forfeit)",
+        _slope_claim(tuned, cfg, HEDGE, True, "Hedge regret stays constant (with forfeit)",
                      "'In practice, Hedge's regret remains constant'", -0.1, 0.1),
     ]
     rows.append(_grid_claim(tuned, sweep, cfg))
-    spg_f = _curve(tuned, "spg", True)
+    spg_f = _curve(tuned, SPG, True)
     a, b, r2 = linear_fit(spg_f.horizon, spg_f.regret)
     rows.append(Claim(
         FIGURE, "the dashed line is a linear least-squares fit of SPG-with-forfeit regret",
@@ -169,10 +173,14 @@ def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame, cfg
     return rows
 
 
-INPUTS = ("sweep", "tuned", "readings")
+INPUTS = {
+    "sweep": "results/matrix/regret_sweep.parquet",
+    "tuned": "results/matrix/regret_vs_horizon.parquet",
+    "readings": "results/matrix/reward_readings.parquet",
+}
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
-    """Figure and claims from the tables named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
     return (plot(tables["tuned"], cfg),
             claims(tables["sweep"], tables["tuned"], tables["readings"], cfg))

@@ -6,15 +6,16 @@ the dashed vertical line marks the odd player's switch from H to T.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
-from neurd.pipeline.matrix import refined_optimum
+from neurd.names import HEDGE, NEURD, SPG
 from neurd.regret import switch_rounds
+from neurd.stats import refined_optimum
 
 FIGURE = "fig2"
 
@@ -26,7 +27,7 @@ def plot(trajectories: pd.DataFrame, cfg: Mapping):
     fig2 = cfg["figure2"]
     switch = int(switch_rounds([fig2["horizon"]], cfg["switch_fraction"])[0])
     fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True)
-    for row, algorithm in enumerate(("spg", "hedge")):
+    for row, algorithm in enumerate((SPG, HEDGE)):
         data = trajectories[trajectories.algorithm == algorithm]
         for col, (value, label) in enumerate((("logit", "logit $y(a)$"),
                                               ("probability", r"policy $\pi(a)$"))):
@@ -36,8 +37,8 @@ def plot(trajectories: pd.DataFrame, cfg: Mapping):
                         label={"H": "Heads", "T": "Tails", "F": "Forfeit"}[action])
             ax.axvline(switch, color="black", linestyle="--", linewidth=1,
                        label=f"odd player switches (round {switch})")
-            title = {("spg", "logit"): "SPG: logits ($y + \\eta\\,\\pi A$)",
-                     ("hedge", "logit"): "Hedge: logits ($\\eta \\sum_t u_t$)"}.get(
+            title = {(SPG, "logit"): "SPG: logits ($y + \\eta\\,\\pi A$)",
+                     (HEDGE, "logit"): "Hedge: logits ($\\eta \\sum_t u_t$)"}.get(
                 (algorithm, value), f"{style.LABELS[algorithm]}: policy")
             ax.set(ylabel=label, title=title)
             if value == "probability":
@@ -65,7 +66,7 @@ def _crossing(probs: pd.DataFrame, switch: int) -> int | None:
 
 def _tuned_step_claim(table: pd.DataFrame, cfg: Mapping, reading: str) -> Claim:
     fig2 = cfg["figure2"]
-    rows = table[(table.algorithm == "spg") & (table.forfeit == fig2["forfeit"])
+    rows = table[(table.algorithm == SPG) & (table.forfeit == fig2["forfeit"])
                  & (table.horizon == fig2["horizon"])]
     optimum, inside = refined_optimum(rows.step_size, rows.regret)
     stated = fig2["step_size"]
@@ -94,45 +95,45 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         r = table.iloc[0]
         rows.append(_tuned_step_claim(table, cfg, f"reading '{name}': win={r.win}, loss={r.loss}"))
 
-    cross = {a: _crossing(_wide(trajectories, a, "probability"), switch) for a in ("spg", "hedge")}
+    cross = {a: _crossing(_wide(trajectories, a, "probability"), switch) for a in (SPG, HEDGE)}
     delay = {a: (c - switch if c is not None else None) for a, c in cross.items()}
-    spg_slower = delay["hedge"] is not None and (delay["spg"] is None or delay["spg"] > delay["hedge"])
+    spg_slower = delay[HEDGE] is not None and (delay[SPG] is None or delay[SPG] > delay[HEDGE])
     rows.append(Claim(
         FIGURE, "SPG reacts more slowly than Hedge to the switch",
         "'SPG reacts slower' (different logit slopes after the switch)",
-        f"rounds after the switch until P(T) > P(H): Hedge {delay['hedge']}, SPG {delay['spg']}",
+        f"rounds after the switch until P(T) > P(H): Hedge {delay[HEDGE]}, SPG {delay[SPG]}",
         "SPG's delay is longer than Hedge's (or SPG never switches)", verdict(spg_slower),
     ))
     if not fig2["forfeit"]:
         return rows
 
-    probs = {a: _wide(trajectories, a, "probability") for a in ("hedge", "neurd")}
-    difference = float((probs["hedge"] - probs["neurd"]).abs().max().max())
+    probs = {a: _wide(trajectories, a, "probability") for a in (HEDGE, NEURD)}
+    difference = float((probs[HEDGE] - probs[NEURD]).abs().max().max())
     rows.append(Claim(
         FIGURE, "Hedge and tabular NeuRD play the same policy in every round",
         "Statement 1: Hedge, discrete-time RD and single-state all-actions tabular NeuRD "
         "are equivalent",
-        f"largest |pi_Hedge - pi_NeuRD| over the {len(probs['hedge']) - 1} rounds: {fmt(difference)}",
+        f"largest |pi_Hedge - pi_NeuRD| over the {len(probs[HEDGE]) - 1} rounds: {fmt(difference)}",
         "<= 1e-12", verdict(difference <= 1e-12),
     ))
 
-    logits = {a: _wide(trajectories, a, "logit") for a in ("spg", "hedge", "neurd")}
-    rate = {a: float((l["F"].iloc[-1] - l["F"].loc[switch]) / (len(l) - 1 - switch))
-            for a, l in logits.items()}
+    logits = {a: _wide(trajectories, a, "logit") for a in (SPG, HEDGE, NEURD)}
+    rate = {a: float((v["F"].iloc[-1] - v["F"].loc[switch]) / (len(v) - 1 - switch))
+            for a, v in logits.items()}
     rows.append(Claim(
         FIGURE, "after the switch SPG's forfeit logit falls very slowly, Hedge's keeps falling",
         "'the logit for the forfeit action is decreasing very slowly after the switch' (SPG); "
         "'the logit for the forfeit action keeps decreasing' (Hedge)",
-        f"mean change of the F logit per round after the switch: Hedge {fmt(rate['hedge'])}, "
-        f"SPG {fmt(rate['spg'])} (Hedge's logits are eta * cumulative utility, eq. hedge; "
-        f"NeuRD's y + eta*A, same policy: {fmt(rate['neurd'])})",
+        f"mean change of the F logit per round after the switch: Hedge {fmt(rate[HEDGE])}, "
+        f"SPG {fmt(rate[SPG])} (Hedge's logits are eta * cumulative utility, eq. hedge; "
+        f"NeuRD's y + eta*A, same policy: {fmt(rate[NEURD])})",
         "both negative and SPG's at most a tenth of Hedge's",
-        verdict(rate["hedge"] < 0 and rate["spg"] < 0 and abs(rate["spg"]) <= 0.1 * abs(rate["hedge"])),
+        verdict(rate[HEDGE] < 0 and rate[SPG] < 0 and abs(rate[SPG]) <= 0.1 * abs(rate[HEDGE])),
     ))
-    gap = {a: l.max(axis=1) - l.min(axis=1) for a, l in logits.items() if a != "neurd"}
+    gap = {a: v.max(axis=1) - v.min(axis=1) for a, v in logits.items() if a != NEURD}
     # Until the round before T overtakes H: from then on T holds the largest logit.
-    end = cross["hedge"] - 1 if cross["hedge"] is not None else len(gap["hedge"]) - 1
-    hedge_window = gap["hedge"].loc[switch:end]
+    end = cross[HEDGE] - 1 if cross[HEDGE] is not None else len(gap[HEDGE]) - 1
+    hedge_window = gap[HEDGE].loc[switch:end]
     drift = float((hedge_window - hedge_window.iloc[0]).abs().max())
     rows.append(Claim(
         FIGURE, "Hedge keeps a constant logit gap from the switch until T is preferred",
@@ -141,7 +142,7 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         f"(gap {fmt(hedge_window.iloc[0])})",
         "change <= 1e-9 * gap", verdict(drift <= 1e-9 * max(1.0, hedge_window.iloc[0])),
     ))
-    spg_gap = gap["spg"]
+    spg_gap = gap[SPG]
     rows.append(Claim(
         FIGURE, "SPG's logit gap shrinks after the switch",
         "'This decreases the logit gap (i.e., the range between largest and smallest logit)'",
@@ -152,10 +153,14 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
     return rows
 
 
-INPUTS = ("trajectories", "sweep", "readings")
+INPUTS = {
+    "trajectories": "results/matrix/trajectories.parquet",
+    "sweep": "results/matrix/regret_sweep.parquet",
+    "readings": "results/matrix/reward_readings.parquet",
+}
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
-    """Figure and claims from the tables named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
     return (plot(tables["trajectories"], cfg),
             claims(tables["trajectories"], tables["sweep"], tables["readings"], cfg))

@@ -9,20 +9,26 @@ ternary axes (mpltern): top R, left P, right S.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
+from neurd.names import NEURD, SPG
 
 FIGURE = "fig3"
-INPUTS = ("flows", "field", "speed", "nash")
+INPUTS = {
+    "flows": "results/rps/flows.parquet",
+    "field": "results/rps/vector_field.parquet",
+    "speed": "results/rps/speed_ratio.parquet",
+    "nash": "results/rps/nash_sets.parquet",
+}
 CORNERS = ("rock", "paper", "scissors")   # ternary top, left, right
 PANELS = {
-    "a": ("neurd", "RD (= NeuRD)"), "b": ("spg", "SPG (= QPG)"),
-    "c": ("neurd", "RD: time averages"), "d": ("spg", "SPG: time averages"),
+    "a": (NEURD, "RD (= NeuRD)"), "b": (SPG, "SPG (= QPG)"),
+    "c": (NEURD, "RD: time averages"), "d": (SPG, "SPG: time averages"),
 }
 START_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 
@@ -272,6 +278,6 @@ def claims(tables: Mapping[str, pd.DataFrame], cfg: Mapping) -> list[Claim]:
             _ratio_claim(tables["speed"])]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
-    """Figure and claims from the tables named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
     return plot(tables, cfg), claims(tables, cfg)

@@ -8,18 +8,23 @@ bootstrap confidence band, log-log axes.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from neurd import names
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
+from neurd.names import NEURD, SPG
 from neurd.stats import first_crossing, loglog_slope
 
 FIGURE = "fig4a"
-INPUTS = ("nashconv", "ci")
-ALGORITHMS = ("neurd", "spg")
+INPUTS = {
+    "nashconv": "results/rps/nashconv_biased.parquet",
+    "ci": "results/rps/nashconv_biased_ci.parquet",
+}
+ALGORITHMS = names.LEARNERS
 
 # Audit thresholds, fixed before looking at the results: over the last decade
 # of iterations a log-log slope <= -0.25 (NashConv falls >= 44% per decade) is
@@ -63,12 +68,12 @@ def last_decade_slope(curve: pd.DataFrame) -> float:
 
 def _faster_claim(ci: pd.DataFrame) -> Claim:
     curves = {a: _curve(ci, a) for a in ALGORITHMS}
-    start = float(curves["neurd"]["mean"].iloc[0])
+    start = float(curves[NEURD]["mean"].iloc[0])
     reached = {a: [first_crossing(c.iteration, c["mean"], level * start) for level in LEVELS]
                for a, c in curves.items()}
     ok = all(np.isfinite(n) and (np.isnan(s) or n < s)
-             for n, s in zip(reached["neurd"], reached["spg"]))
-    n, s = curves["neurd"].set_index("iteration"), curves["spg"].set_index("iteration")
+             for n, s in zip(reached[NEURD], reached[SPG]))
+    n, s = curves[NEURD].set_index("iteration"), curves[SPG].set_index("iteration")
     apart = n.ci_high < s.ci_low
     # First iteration from which NeuRD's band stays below SPG's to the end.
     tail_start = apart[::-1].cummin()[::-1]
@@ -83,7 +88,7 @@ def _faster_claim(ci: pd.DataFrame) -> Claim:
         "plateaus'",
         "; ".join(f"mean NashConv <= {lvl:g} x start ({fmt(lvl * start)}): NeuRD at iteration "
                   f"{when(a)}, SPG {when(b)}" for lvl, a, b in
-                  zip(LEVELS, reached["neurd"], reached["spg"]))
+                  zip(LEVELS, reached[NEURD], reached[SPG]))
         + f"; CIs disjoint (NeuRD below) from iteration {when(float(separated_from))} to the end",
         f"NeuRD reaches each level ({', '.join(f'{x:g}' for x in LEVELS)} x start) first",
         verdict(ok),
@@ -91,12 +96,12 @@ def _faster_claim(ci: pd.DataFrame) -> Claim:
 
 
 def _trend_claims(ci: pd.DataFrame, nashconv: pd.DataFrame) -> list[Claim]:
-    neurd, spg = _curve(ci, "neurd"), _curve(ci, "spg")
+    neurd, spg = _curve(ci, NEURD), _curve(ci, SPG)
     t = int(neurd.iteration.max())
     neurd_slope, spg_slope = last_decade_slope(neurd), last_decade_slope(spg)
     final = nashconv[nashconv.iteration == t]
-    stuck = final[final.algorithm == "spg"].nash_conv > STUCK
-    worst_neurd = final[final.algorithm == "neurd"].nash_conv.max()
+    stuck = final[final.algorithm == SPG].nash_conv > STUCK
+    worst_neurd = final[final.algorithm == NEURD].nash_conv.max()
     at = {k: neurd.set_index("iteration")["mean"].get(k) for k in (t // 10, t)}
     at_spg = {k: spg.set_index("iteration")["mean"].get(k) for k in (t // 10, t)}
     return [
@@ -114,7 +119,7 @@ def _trend_claims(ci: pd.DataFrame, nashconv: pd.DataFrame) -> list[Claim]:
               f"{int(spg.iteration.iloc[spg['mean'].argmin()])}; "
               f"{int(stuck.sum())} of "
               f"{len(stuck)} SPG trajectories end with NashConv > {STUCK:g} (max "
-              f"{fmt(final[final.algorithm == 'spg'].nash_conv.max())})",
+              f"{fmt(final[final.algorithm == SPG].nash_conv.max())})",
               f"|slope| <= {PLATEAU_SLOPE} and SPG's final mean above NeuRD's",
               verdict(abs(spg_slope) <= PLATEAU_SLOPE and at_spg[t] > at[t])),
     ]
@@ -124,7 +129,7 @@ def claims(nashconv: pd.DataFrame, ci: pd.DataFrame) -> list[Claim]:
     return [_faster_claim(ci), *_trend_claims(ci, nashconv)]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
-    """Figure and claims from the tables named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
     nashconv, ci = tables["nashconv"], tables["ci"]
     return plot(ci, cfg, nashconv.trajectory.nunique()), claims(nashconv, ci)

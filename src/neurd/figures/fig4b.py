@@ -15,19 +15,18 @@ the paper) and ``fig4b_<game>`` for the extras.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from neurd import names
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
-from neurd.pipeline.tabular import figure_name
 
-INPUTS = ("nashconv",)
+# One figure per game of the tabular section (fig4b, fig4b_<game>): {game} is its wildcard.
+INPUTS = {"nashconv": "results/tabular/{game}/nashconv.parquet"}
 PAPER_STEP_SIZES = (0.5, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
-PAPER_GAME_TITLES = {"kuhn": "Kuhn poker", "leduc": "Leduc poker", "goofspiel": "Goofspiel"}
-LEARNERS = ("neurd", "spg")
 
 
 def step_size_interval(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +53,7 @@ def curves(table: pd.DataFrame, algorithm: str) -> tuple[np.ndarray, np.ndarray,
     return grid.columns.to_numpy(), grid.index.to_numpy(), grid.to_numpy()
 
 
-def reference_curve(table: pd.DataFrame, algorithm: str):
+def solver_curve(table: pd.DataFrame, algorithm: str):
     rows = table[table.algorithm == algorithm].sort_values("iteration")
     return rows.iteration.to_numpy(), rows.nash_conv.to_numpy()
 
@@ -74,20 +73,21 @@ def plot(table: pd.DataFrame, cfg: Mapping):
     fig, (main, by_step) = plt.subplots(1, 2, figsize=(10.5, 4),
                                         gridspec_kw={"width_ratios": [1.6, 1]})
     level = cfg["interval"]
-    for algorithm in [a for a in LEARNERS if a in set(table.algorithm)]:
+    for algorithm in [a for a in names.LEARNERS if a in set(table.algorithm)]:
         iterations, steps, values = curves(table, algorithm)
         low, high = step_size_interval(values, level)
         color = style.PALETTE[algorithm]
         main.plot(iterations, values.mean(axis=0), color=color, linewidth=2,
                   label=f"{style.LABELS[algorithm]}: mean over {len(steps)} step sizes")
-        main.fill_between(iterations, low, high, color=color, alpha=0.2, linewidth=0,
-                          label=f"{style.LABELS[algorithm]}: {level:.0%} interval, uniform step size")
+        main.fill_between(
+            iterations, low, high, color=color, alpha=0.2, linewidth=0,
+            label=f"{style.LABELS[algorithm]}: {level:.0%} interval, uniform step size")
         by_step.plot(steps, values[:, -1], "o-", color=color, label=style.LABELS[algorithm])
-    for algorithm in [a for a in ("cfr_rm", "cfr_plus") if a in set(table.algorithm)]:
-        iterations, values = reference_curve(table, algorithm)
+    for algorithm in [a for a in names.REFERENCE_SOLVERS if a in set(table.algorithm)]:
+        iterations, values = solver_curve(table, algorithm)
         main.plot(iterations, values, color=style.PALETTE[algorithm], linestyle="--",
                   linewidth=1.2, label=f"{style.LABELS[algorithm]}, OpenSpiel")
-    title = PAPER_GAME_TITLES.get(game, game)
+    title = names.game_title(game)
     main.set(xscale="log", yscale="log", xlabel="iterations",
              ylabel="NashConv of the average policy",
              title=f"{title}: tabular counterfactual NeuRD vs SPG")
@@ -115,8 +115,8 @@ def _closer_claim(table, name, neurd, spg) -> Claim:
     (_, steps, nv), (_, _, sv) = neurd, spg
     lower = int(np.sum(nv[:, -1] < sv[:, -1]))
     ratio = sv[:, -1].mean() / nv[:, -1].mean()
-    refs = "; ".join(f"{style.LABELS[a]} {fmt(reference_curve(table, a)[1][-1])}"
-                     for a in ("cfr_rm", "cfr_plus") if a in set(table.algorithm))
+    refs = "; ".join(f"{style.LABELS[a]} {fmt(solver_curve(table, a)[1][-1])}"
+                     for a in names.REFERENCE_SOLVERS if a in set(table.algorithm))
     last = int(table.iteration.max())
     return Claim(
         name, "NeuRD approaches Nash more closely than SPG",
@@ -170,7 +170,7 @@ def _below_claim(name, neurd, spg) -> Claim:
 
 
 def _setting_claim(name, table, cfg) -> Claim:
-    sets = {a: sorted(table[table.algorithm == a].step_size.unique()) for a in LEARNERS
+    sets = {a: sorted(table[table.algorithm == a].step_size.unique()) for a in names.LEARNERS
             if a in set(table.algorithm)}
     same = len({tuple(s) for s in sets.values()}) == 1
     paper = all(len(s) == len(PAPER_STEP_SIZES) and np.allclose(s, PAPER_STEP_SIZES)
@@ -190,9 +190,8 @@ def _setting_claim(name, table, cfg) -> Claim:
     )
 
 
-def claims(table: pd.DataFrame, cfg: Mapping) -> list[Claim]:
-    name = figure_name(_game(table), cfg)
-    neurd, spg = curves(table, "neurd"), curves(table, "spg")
+def claims(table: pd.DataFrame, cfg: Mapping, name: str) -> list[Claim]:
+    neurd, spg = curves(table, names.NEURD), curves(table, names.SPG)
     return [
         _closer_claim(table, name, neurd, spg),
         _quicker_claim(name, neurd, spg, cfg["audit_fractions"]),
@@ -201,7 +200,11 @@ def claims(table: pd.DataFrame, cfg: Mapping) -> list[Claim]:
     ]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
-    """Figure and claims from the table named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str):
+    """Figure and claims from the table named in :data:`INPUTS`.
+
+    ``name``: ``fig4b`` for the paper's game (``figure_game``), ``fig4b_<game>``
+    for the extras (the stage's :func:`neurd.pipeline.tabular.figures`).
+    """
     table = tables["nashconv"]
-    return plot(table, cfg), claims(table, cfg)
+    return plot(table, cfg), claims(table, cfg, name)

@@ -10,19 +10,26 @@ other reading, for comparison.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from neurd import names
 from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
 from neurd.matrix_games import biased_rps
+from neurd.names import NEURD, SPG
 from neurd.stats import loglog_slope, mean_height
 
 FIGURE = "fig5"
-INPUTS = ("nashconv", "ci", "readings", "nash")
-ALGORITHMS = ("neurd", "spg")
+INPUTS = {
+    "nashconv": "results/rps/nashconv_nonstationary.parquet",
+    "ci": "results/rps/nashconv_nonstationary_ci.parquet",
+    "readings": "results/rps/nonstationary_readings.parquet",
+    "nash": "results/rps/nash_sets.parquet",
+}
+ALGORITHMS = names.LEARNERS
 
 # Audit thresholds, fixed before looking at the results (as Fig 4a, over the
 # second half of each phase): slope <= -0.25 "decreasing", |slope| <= 0.1 "plateau".
@@ -161,26 +168,26 @@ def _trend_rows(ci: pd.DataFrame, bounds, restart: bool) -> list[Claim]:
         rows.append(Claim(
             FIGURE, f"{tag}: NeuRD's NashConv decreases",
             "'Despite the changing payoffs, the NeuRD NashConv decreases in each of the phases'",
-            f"mean {fmt(start['neurd'])} at iteration {first} -> {fmt(end['neurd']['mean'])} at "
+            f"mean {fmt(start[NEURD])} at iteration {first} -> {fmt(end[NEURD]['mean'])} at "
             f"{last}; log-log slope over iterations {mid}-{last} of the phase "
-            f"{fmt(slope['neurd'])}", f"end < start and slope <= {FALLING_SLOPE}",
-            verdict(end["neurd"]["mean"] < start["neurd"] and slope["neurd"] <= FALLING_SLOPE)))
+            f"{fmt(slope[NEURD])}", f"end < start and slope <= {FALLING_SLOPE}",
+            verdict(end[NEURD]["mean"] < start[NEURD] and slope[NEURD] <= FALLING_SLOPE)))
         rows.append(Claim(
             FIGURE, f"{tag}: SPG's NashConv plateaus",
             "'while SPG plateaus'",
-            f"mean {fmt(start['spg'])} at iteration {first} -> {fmt(end['spg']['mean'])} at "
-            f"{last}; log-log slope over the second half {fmt(slope['spg'])}",
-            f"|slope| <= {PLATEAU_SLOPE}", verdict(abs(slope["spg"]) <= PLATEAU_SLOPE)))
+            f"mean {fmt(start[SPG])} at iteration {first} -> {fmt(end[SPG]['mean'])} at "
+            f"{last}; log-log slope over the second half {fmt(slope[SPG])}",
+            f"|slope| <= {PLATEAU_SLOPE}", verdict(abs(slope[SPG]) <= PLATEAU_SLOPE)))
         heights = {a: mean_height(c.iteration, c["mean"]) for a, c in curves.items()}
-        below = end["neurd"]["ci_high"] < end["spg"]["ci_low"]
+        below = end[NEURD]["ci_high"] < end[SPG]["ci_low"]
         rows.append(Claim(
             FIGURE, f"{tag}: NeuRD ends the phase below SPG",
             "Fig 5: NeuRD's curve below SPG's in each phase",
-            f"at iteration {last}: NeuRD {fmt(end['neurd']['mean'])} "
-            f"[{fmt(end['neurd']['ci_low'])}, {fmt(end['neurd']['ci_high'])}], SPG "
-            f"{fmt(end['spg']['mean'])} [{fmt(end['spg']['ci_low'])}, "
-            f"{fmt(end['spg']['ci_high'])}]; mean over the phase (area / width) NeuRD "
-            f"{fmt(heights['neurd'])}, SPG {fmt(heights['spg'])}",
+            f"at iteration {last}: NeuRD {fmt(end[NEURD]['mean'])} "
+            f"[{fmt(end[NEURD]['ci_low'])}, {fmt(end[NEURD]['ci_high'])}], SPG "
+            f"{fmt(end[SPG]['mean'])} [{fmt(end[SPG]['ci_low'])}, "
+            f"{fmt(end[SPG]['ci_high'])}]; mean over the phase (area / width) NeuRD "
+            f"{fmt(heights[NEURD])}, SPG {fmt(heights[SPG])}",
             "confidence intervals disjoint at the phase's end, NeuRD lower", verdict(below)))
     return rows
 
@@ -188,15 +195,15 @@ def _trend_rows(ci: pd.DataFrame, bounds, restart: bool) -> list[Claim]:
 def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim:
     other = readings[readings.restart_average != restart]
     parts, ok = [], True
-    for phase, nu, first, last in bounds:
+    for phase, _, first, last in bounds:
         c = {a: other[(other.algorithm == a) & (other.phase == phase)].sort_values("iteration")
              for a in ALGORITHMS}
-        slope = second_half_slope(c["neurd"], first, last, "mean_nash_conv")
+        slope = second_half_slope(c[NEURD], first, last, "mean_nash_conv")
         end = {a: float(c[a].mean_nash_conv.iloc[-1]) for a in ALGORITHMS}
-        start = float(c["neurd"].mean_nash_conv.iloc[0])
-        ok &= end["neurd"] < start and slope <= FALLING_SLOPE and end["neurd"] < end["spg"]
-        parts.append(f"phase {phase}: NeuRD {fmt(start)} -> {fmt(end['neurd'])} (slope "
-                     f"{fmt(slope)}), SPG ends {fmt(end['spg'])}")
+        start = float(c[NEURD].mean_nash_conv.iloc[0])
+        ok &= end[NEURD] < start and slope <= FALLING_SLOPE and end[NEURD] < end[SPG]
+        parts.append(f"phase {phase}: NeuRD {fmt(start)} -> {fmt(end[NEURD])} (slope "
+                     f"{fmt(slope)}), SPG ends {fmt(end[SPG])}")
     return Claim(
         FIGURE, f"the same claims under the other reading ({_reading_name(not restart)})",
         "the paper does not say whether the time average restarts at a phase switch",
@@ -212,8 +219,8 @@ def claims(ci, readings, nash, cfg) -> list[Claim]:
             _other_reading_claim(readings, bounds, restart)]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
-    """Figure and claims from the tables named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
     ci, readings = tables["ci"], tables["readings"]
     n = tables["nashconv"].trajectory.nunique()
     return plot(ci, readings, cfg, n), claims(ci, readings, tables["nash"], cfg)

@@ -1,44 +1,45 @@
-"""Shared figure style and saving."""
+"""Shared figure style and saving.
+
+matplotlib and seaborn are imported when a figure is drawn, not when a
+figure module is imported (the workflow reads every module's ``INPUTS``
+while it parses).
+"""
 
 from __future__ import annotations
 
 import os
 
-import matplotlib
+from neurd import names
+from neurd.tables import atomic_path
 
-matplotlib.use("Agg")  # no screen needed: figures are files
-
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from neurd.tables import atomic_path  # noqa: E402
-
-# One colour per learner across every figure.
+# One colour per algorithm across every figure; labels from the vocabulary.
 PALETTE = {
-    "hedge": "#1f77b4",
-    "neurd": "#1f77b4",
-    "spg": "#d62728",
-    "cfr_rm": "#7f7f7f",
-    "cfr_plus": "#2ca02c",
+    names.HEDGE: "#1f77b4",
+    names.NEURD: "#1f77b4",
+    names.SPG: "#d62728",
+    names.CFR_RM: "#7f7f7f",
+    names.CFR_PLUS: "#2ca02c",
 }
-LABELS = {
-    "hedge": "Hedge (= NeuRD)",
-    "neurd": "NeuRD",
-    "spg": "SPG",
-    "cfr_rm": "CFR (regret matching)",
-    "cfr_plus": "CFR+",
-}
+LABELS = names.ALGORITHM_LABELS
 ACTION_PALETTE = {"H": "#1f77b4", "T": "#ff7f0e", "F": "#7f7f7f"}
 PHASE_LINE = {"color": "red", "linestyle": "--", "linewidth": 1.0}
 
 
 def setup() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no screen needed: figures are files
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
     plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
 
 
 def save(fig, png: str | os.PathLike, pdf: str | os.PathLike) -> None:
     """Write the figure as PNG and PDF, each atomically."""
+    import matplotlib.pyplot as plt
+
     for path in (png, pdf):
         with atomic_path(path) as tmp:
             fig.savefig(tmp)

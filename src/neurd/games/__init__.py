@@ -4,8 +4,11 @@
   :class:`CompiledGame`;
 * :func:`save` / :func:`load` write and read it (format name and version
   checked on load);
-* :data:`PAPER_GAMES` are the three games of the paper with the number of
-  information states (both players together) the paper states.
+* :func:`openspiel_game` loads the OpenSpiel game itself (turn-based), the
+  one the compiler walks and the reference solvers run on.
+
+The paper's three games, their strings and information-state counts are
+:data:`neurd.names.GAMES`.
 """
 
 from neurd.games.compile import DEFAULT_MAX_HISTORIES, compile_game
@@ -20,19 +23,10 @@ from neurd.games.compiled import (
     load,
     save,
 )
-from neurd.games.openspiel import GameError, load_game
-
-# The paper's games (Section 5) and their information-state counts.  Goofspiel
-# with the default points_order=random has 236,450 information states; the
-# paper's 2124 is the descending point order, made turn-based.
-PAPER_GAMES = {
-    "kuhn_poker": ("kuhn_poker", 12),
-    "leduc_poker": ("leduc_poker", 936),
-    "goofspiel": ("goofspiel(num_cards=5,imp_info=True,points_order=descending)", 2124),
-}
+from neurd.games.openspiel import GameError, openspiel_game
 
 __all__ = [
-    "CHANCE", "DEFAULT_MAX_HISTORIES", "FORMAT", "FORMAT_VERSION", "NO_INDEX", "PAPER_GAMES",
-    "TERMINAL", "CompiledGame", "GameError", "GameFileError", "compile_game", "load",
-    "load_game", "save",
+    "CHANCE", "DEFAULT_MAX_HISTORIES", "FORMAT", "FORMAT_VERSION", "NO_INDEX", "TERMINAL",
+    "CompiledGame", "GameError", "GameFileError", "compile_game", "load", "openspiel_game",
+    "save",
 ]

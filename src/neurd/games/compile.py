@@ -16,7 +16,7 @@ import numpy as np
 import pyspiel
 
 from neurd.games.compiled import CHANCE, NO_INDEX, TERMINAL, CompiledGame
-from neurd.games.openspiel import GameError, load_game
+from neurd.games.openspiel import GameError, openspiel_game
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def compile_game(game_string: str, max_histories: int = DEFAULT_MAX_HISTORIES) -
     :class:`GameError` for a game the engine cannot solve exactly.
     """
     start = time.perf_counter()
-    game = load_game(game_string)
+    game = openspiel_game(game_string)
     histories, table, terminals = _walk(game, game_string, max_histories)
     h_parent, h_action, h_player, h_info, h_prob, children, h_returns = histories
     returns = np.asarray(h_returns, dtype=np.float64)

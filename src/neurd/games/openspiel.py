@@ -38,7 +38,7 @@ def game_type_problems(game: pyspiel.Game) -> list[str]:
     return problems
 
 
-def load_game(game_string: str) -> pyspiel.Game:
+def openspiel_game(game_string: str) -> pyspiel.Game:
     """The OpenSpiel game of ``game_string``, turn-based, checked for the engine.
 
     Raises :class:`GameError` naming the game and every reason it is refused.

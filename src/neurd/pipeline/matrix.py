@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from neurd import regret
-from neurd.config import load_snapshot
-from neurd.pipeline._steps import add_step
-from neurd.tables import write_table
+from neurd import names, regret
+from neurd.config import require
+from neurd.pipeline._stage import Figure, Stage
+from neurd.tables import tidy, write_table
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,23 @@ TRAJECTORY_COLUMNS = {
     "probability": "softmax probability of the action after `round` rounds",
 }
 
-ALGORITHMS = ("hedge", "spg")
+
+def check(cfg: Mapping) -> None:
+    """Cross-field checks of the ``matrix`` section (the schema has checked each value)."""
+    grid = cfg["step_sizes"]
+    require(grid["max"] > grid["min"], "matrix.step_sizes.max",
+            f"must exceed matrix.step_sizes.min ({grid['min']}), got {grid['max']}")
+    horizons = cfg["horizons"]
+    require(cfg["fit_min_horizon"] < max(horizons), "matrix.fit_min_horizon",
+            f"must be below the longest horizon ({max(horizons)}) so a slope can be fitted")
+    require(sum(h >= cfg["fit_min_horizon"] for h in horizons) >= 2, "matrix.fit_min_horizon",
+            "leaves fewer than two horizons to fit a growth rate on")
+    require(cfg["figure2"]["horizon"] in horizons, "matrix.figure2.horizon",
+            f"must be one of matrix.horizons {horizons}: the audit checks the step size "
+            "the paper tuned at that horizon")
+    rewards = cfg["rewards"]
+    require(rewards["win"] > rewards["loss"], "matrix.rewards.win",
+            f"must exceed matrix.rewards.loss, got win={rewards['win']} loss={rewards['loss']}")
 
 
 def step_size_grid(cfg: Mapping) -> np.ndarray:
@@ -64,7 +80,7 @@ def sweep(cfg: Mapping, win: float, loss: float) -> pd.DataFrame:
     etas = step_size_grid(cfg)
     frames = []
     for forfeit in (False, True):
-        for algorithm in ALGORITHMS:
+        for algorithm in names.MATRIX_ALGORITHMS:
             start = time.perf_counter()
             grid = regret.regret_grid(
                 horizons, etas, algorithm=algorithm, forfeit=forfeit,
@@ -75,11 +91,8 @@ def sweep(cfg: Mapping, win: float, loss: float) -> pd.DataFrame:
                 "up to T=%d in %.1fs", algorithm, forfeit, win, loss, len(horizons),
                 len(etas), horizons.max(), time.perf_counter() - start,
             )
-            h, e = np.meshgrid(horizons, etas, indexing="ij")
-            frames.append(pd.DataFrame({
-                "algorithm": algorithm, "forfeit": forfeit, "horizon": h.ravel(),
-                "step_size": e.ravel(), "regret": grid.ravel(),
-            }))
+            frames.append(tidy([{"horizon": horizons}, {"step_size": etas}], {"regret": grid},
+                               algorithm=algorithm, forfeit=forfeit))
     return pd.concat(frames, ignore_index=True)[list(SWEEP_COLUMNS)]
 
 
@@ -120,14 +133,13 @@ def trajectories(cfg: Mapping) -> pd.DataFrame:
     fig = cfg["figure2"]
     rewards = cfg["rewards"]
     frames = []
-    for algorithm in regret.TRAJECTORY_ALGORITHMS:
+    for algorithm in names.TRAJECTORY_ALGORITHMS:
         logits, probs = regret.trajectory(
             fig["horizon"], fig["step_size"], algorithm=algorithm, forfeit=fig["forfeit"],
             switch_fraction=cfg["switch_fraction"], win=rewards["win"], loss=rewards["loss"],
         )
-        names = regret.action_names(fig["forfeit"])
         rounds = np.arange(logits.shape[0])
-        for i, name in enumerate(names):
+        for i, name in enumerate(regret.action_names(fig["forfeit"])):
             frames.append(pd.DataFrame({
                 "algorithm": algorithm, "round": rounds, "action": name,
                 "logit": logits[:, i], "probability": probs[:, i],
@@ -135,29 +147,10 @@ def trajectories(cfg: Mapping) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[list(TRAJECTORY_COLUMNS)]
 
 
-def refined_optimum(step_sizes, regrets) -> tuple[float, bool]:
-    """Step size minimising the regret, refined between grid points.
-
-    Fits a parabola in ``log10(step size)`` through the grid minimum and its
-    two neighbours and returns its vertex, and whether the minimum lies
-    inside the grid (``False``: it is at an end and is returned as is).
-    """
-    order = np.argsort(step_sizes)
-    x = np.log10(np.asarray(step_sizes, float)[order])
-    y = np.asarray(regrets, float)[order]
-    i = int(np.argmin(y))
-    if i == 0 or i == len(x) - 1:
-        return float(10 ** x[i]), False
-    a, b, _ = np.polyfit(x[i - 1:i + 2], y[i - 1:i + 2], 2)
-    vertex = -b / (2 * a) if a > 0 else x[i]
-    return float(10 ** np.clip(vertex, x[i - 1], x[i + 1])), True
-
-
 # --- command-line steps -------------------------------------------------------
 
 
-def _sweep_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _sweep_step(args, cfg) -> None:
     rewards = cfg["rewards"]
     table = sweep(cfg, rewards["win"], rewards["loss"])
     write_table(table, args.sweep, columns=SWEEP_COLUMNS, config=cfg)
@@ -166,19 +159,26 @@ def _sweep_step(args) -> None:
     write_table(readings(cfg), args.readings, columns=READING_COLUMNS, config=cfg)
 
 
-def _trajectories_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _trajectories_step(args, cfg) -> None:
     write_table(trajectories(cfg), args.out, columns=TRAJECTORY_COLUMNS, config=cfg)
 
 
-def register(sub) -> None:
+def register(stage: Stage, sub) -> None:
     """Add this stage's steps to the ``neurd`` command line."""
-    p = add_step(sub, "matrix-sweep", "Fig 1 tables: regret over horizons x step sizes",
-                 _sweep_step, "matrix")
+    p = stage.add_step(sub, "matrix-sweep", "Fig 1 tables: regret over horizons x step sizes",
+                       _sweep_step)
     p.add_argument("--sweep", required=True, help="output: regret_sweep.parquet")
     p.add_argument("--tuned", required=True, help="output: regret_vs_horizon.parquet")
     p.add_argument("--readings", required=True, help="output: reward_readings.parquet")
 
-    p = add_step(sub, "matrix-trajectories", "Fig 2 table: logits and policies by round",
-                 _trajectories_step, "matrix")
+    p = stage.add_step(sub, "matrix-trajectories", "Fig 2 table: logits and policies by round",
+                       _trajectories_step)
     p.add_argument("--out", required=True, help="output: trajectories.parquet")
+
+
+STAGE = Stage(
+    section="matrix",
+    check=check,
+    figures=lambda cfg: [Figure("fig1", "fig1"), Figure("fig2", "fig2")],
+    register=register,
+)

@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from neurd.config import load_snapshot
+from neurd import streams
+from neurd.config import require
 from neurd.dynamics import (
     euler_time_average_nash_conv,
     integrate_flow,
+    phase_restarts,
+    phase_schedule,
     policy_velocity,
     sample_initial_policies,
+    simplex_grid,
     speed_ratio,
 )
 from neurd.matrix_games import (
@@ -41,16 +45,14 @@ from neurd.matrix_games import (
     biased_rps_nash,
     symmetric_equilibrium_bounds,
 )
-from neurd.pipeline._steps import add_step
+from neurd.names import LEARNERS, NEURD, SPG
+from neurd.pipeline._stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
-from neurd.tables import write_table
+from neurd.tables import tidy, write_table
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = ("neurd", "spg")
 PROBABILITY_COLUMNS = ("rock", "paper", "scissors")
-# Independent draws of initial policies from the one global seed.
-STREAMS = {"biased": 1, "nonstationary": 2}
 
 _LEARNER_DOC = ("learner: 'neurd' (= RD, dy/dt = A, eq. nerd_continuous) or 'spg' "
                 "(= QPG, dy/dt = pi*A, eq. qpg)")
@@ -117,6 +119,17 @@ READING_COLUMNS = {
 }
 
 
+def check(cfg: Mapping) -> None:
+    """Cross-field checks of the ``rps`` section (the schema has checked each value)."""
+    portraits = cfg["portraits"]
+    require(portraits["average_time"] > portraits["flow_time"], "rps.portraits.average_time",
+            f"must exceed rps.portraits.flow_time ({portraits['flow_time']}), "
+            f"got {portraits['average_time']}")
+    for i, start in enumerate(portraits["starts"]):
+        require(abs(sum(start) - 1.0) < 1e-9, f"rps.portraits.starts[{i}]",
+                f"must sum to 1 (a policy over R, P, S), got {start}")
+
+
 # --- Nash equilibria ----------------------------------------------------------
 
 
@@ -147,46 +160,25 @@ def nash_sets(cfg: Mapping) -> pd.DataFrame:
 # --- Fig 3: phase portraits, vector field, speed ratio ------------------------
 
 
-def portrait_starts(cfg: Mapping) -> np.ndarray:
-    """The initial policies of Fig 3's trajectories, checked, ``[N, 3]``."""
-    starts = np.asarray(cfg["portraits"]["starts"], dtype=np.float64)
-    if starts.ndim != 2 or starts.shape[1] != 3:
-        raise ValueError("rps.portraits.starts must be a list of [R, P, S] policies, "
-                         f"got {starts.tolist()}")
-    bad = [s.tolist() for s in starts if np.any(s <= 0.0) or not np.isclose(s.sum(), 1.0)]
-    if bad:
-        raise ValueError(f"rps.portraits.starts must be interior policies summing to 1; bad: {bad}")
-    return starts
-
-
 def _flow_frame(panel, algorithm, nu, times, series, values) -> pd.DataFrame:
     """Tidy rows from ``values[start, time, action]``."""
-    n_starts, n_times, _ = values.shape
-    frame = pd.DataFrame({
-        "panel": panel, "algorithm": algorithm, "nu": float(nu),
-        "start": np.repeat(np.arange(n_starts), n_times),
-        "time": np.tile(times, n_starts), "series": series,
-    })
-    for a, column in enumerate(PROBABILITY_COLUMNS):
-        frame[column] = values[:, :, a].ravel()
-    return frame
+    return tidy([{"start": np.arange(values.shape[0])}, {"time": times}],
+                {c: values[:, :, a] for a, c in enumerate(PROBABILITY_COLUMNS)},
+                panel=panel, algorithm=algorithm, nu=float(nu), series=series)
 
 
 def flows(cfg: Mapping) -> pd.DataFrame:
     """Fig 3a-d: trajectories (a, b) and time-averaged trajectories (c, d)."""
     p = cfg["portraits"]
-    starts = portrait_starts(cfg)
-    if not p["average_time"] > p["flow_time"]:
-        raise ValueError(f"rps.portraits.average_time ({p['average_time']}) must exceed "
-                         f"rps.portraits.flow_time ({p['flow_time']})")
+    starts = np.asarray(p["starts"], dtype=np.float64)
     flow_times = np.linspace(0.0, p["flow_time"], p["samples"])
     # Time averages move fast early and slowly late: sample them geometrically,
     # and the current policy also densely over its first cycles.
     average_times = np.unique(np.concatenate([
         flow_times, np.geomspace(p["flow_time"], p["average_time"], p["samples"])]))
-    panels = [("a", "neurd", p["flow_nu"], flow_times), ("b", "spg", p["flow_nu"], flow_times),
-              ("c", "neurd", p["biased_nu"], average_times),
-              ("d", "spg", p["biased_nu"], average_times)]
+    panels = [("a", NEURD, p["flow_nu"], flow_times), ("b", SPG, p["flow_nu"], flow_times),
+              ("c", NEURD, p["biased_nu"], average_times),
+              ("d", SPG, p["biased_nu"], average_times)]
     frames = []
     for panel, algorithm, nu, times in panels:
         start = time.perf_counter()
@@ -199,22 +191,13 @@ def flows(cfg: Mapping) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[list(FLOW_COLUMNS)]
 
 
-def simplex_grid(resolution: int) -> np.ndarray:
-    """Interior points ``(i, j, k) / resolution`` with ``i, j, k >= 1``, ``[K, 3]``."""
-    if resolution < 3:
-        raise ValueError(f"simplex grid resolution must be >= 3, got {resolution!r}")
-    points = [(i, j, resolution - i - j) for i in range(1, resolution - 1)
-              for j in range(1, resolution - i)]
-    return np.asarray(points, dtype=np.float64) / resolution
-
-
 def vector_field(cfg: Mapping) -> pd.DataFrame:
     """Policy velocities of both flows on a coarse grid, for the portraits' arrows."""
     p = cfg["portraits"]
     grid = simplex_grid(p["field_resolution"])
     frames = []
     for nu in dict.fromkeys((float(p["flow_nu"]), float(p["biased_nu"]))):
-        for algorithm in ALGORITHMS:
+        for algorithm in LEARNERS:
             velocity = np.asarray(policy_velocity(jnp.log(grid), jnp.asarray(biased_rps(nu)),
                                                   algorithm))
             frame = pd.DataFrame({
@@ -248,37 +231,23 @@ def speed_ratios(cfg: Mapping) -> pd.DataFrame:
 def _nash_conv_frame(algorithm, nash_conv, phases, nus) -> pd.DataFrame:
     """Tidy rows from ``nash_conv[trajectory, iteration]``."""
     n_traj, n_iter = nash_conv.shape
-    return pd.DataFrame({
-        "algorithm": algorithm,
-        "trajectory": np.repeat(np.arange(n_traj), n_iter),
-        "iteration": np.tile(np.arange(1, n_iter + 1), n_traj),
-        "phase": np.tile(phases, n_traj),
-        "nu": np.tile(nus, n_traj),
-        "nash_conv": nash_conv.ravel(),
-    })
+    return tidy([{"trajectory": np.arange(n_traj)},
+                 {"iteration": np.arange(1, n_iter + 1), "phase": phases, "nu": nus}],
+                {"nash_conv": nash_conv}, algorithm=algorithm)
 
 
-def phase_schedule(nus, phase_iterations: int) -> tuple[np.ndarray, np.ndarray]:
-    """Phase number (1-based) and nu of every iteration, ``-> ([T], [T])``."""
-    if int(phase_iterations) != phase_iterations or phase_iterations < 1:
-        raise ValueError(f"phase_iterations must be a positive integer, got {phase_iterations!r}")
-    if len(nus) < 1:
-        raise ValueError("need at least one phase (nus is empty)")
-    phases = np.repeat(np.arange(1, len(nus) + 1), int(phase_iterations))
-    return phases, np.asarray(nus, dtype=np.float64)[phases - 1]
-
-
-def run_schedule(cfg: Mapping, nus_by_iteration, phases, restart, stream: str) -> dict:
+def run_schedule(cfg: Mapping, nus_by_iteration, phases, restart, experiment: str) -> dict:
     """NashConv ``[N, T]`` of both learners from the same initial policies."""
-    starts = sample_initial_policies(cfg["seed"], cfg["trajectories"], 3, STREAMS[stream])
+    key = streams.key(cfg["seed"], f"rps.{experiment}")
+    starts = sample_initial_policies(key, cfg["trajectories"], 3)
     payoffs = np.stack([biased_rps(nu) for nu in nus_by_iteration])
     results = {}
-    for algorithm in ALGORITHMS:
+    for algorithm in LEARNERS:
         start = time.perf_counter()
         results[algorithm] = euler_time_average_nash_conv(starts, payoffs, restart, cfg["dt"],
                                                           algorithm)
         log.info("%s %s: %d trajectories x %d iterations (dt=%g) in %.1fs; final mean "
-                 "NashConv %.4g", stream, algorithm, len(starts), len(phases), cfg["dt"],
+                 "NashConv %.4g", experiment, algorithm, len(starts), len(phases), cfg["dt"],
                  time.perf_counter() - start, results[algorithm][:, -1].mean())
     return results
 
@@ -290,17 +259,8 @@ def biased_nash_conv(cfg: Mapping) -> pd.DataFrame:
     restart = np.zeros(len(phases), dtype=bool)
     restart[0] = True
     results = run_schedule(cfg, nus, phases, restart, "biased")
-    frames = [_nash_conv_frame(a, results[a], phases, nus) for a in ALGORITHMS]
+    frames = [_nash_conv_frame(a, results[a], phases, nus) for a in LEARNERS]
     return pd.concat(frames, ignore_index=True)[list(NASHCONV_COLUMNS)]
-
-
-def phase_restarts(phases: np.ndarray, restart_average: bool) -> np.ndarray:
-    """Where the time average starts afresh: iteration 1, and each switch if asked."""
-    restart = np.zeros(len(phases), dtype=bool)
-    restart[0] = True
-    if restart_average:
-        restart[1:] = phases[1:] != phases[:-1]
-    return restart
 
 
 def nonstationary_nash_conv(cfg: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -313,14 +273,13 @@ def nonstationary_nash_conv(cfg: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
         results = run_schedule(cfg, nus, phases, phase_restarts(phases, restart_average),
                                "nonstationary")
         if restart_average == chosen:
-            frames = [_nash_conv_frame(a, results[a], phases, nus) for a in ALGORITHMS]
+            frames = [_nash_conv_frame(a, results[a], phases, nus) for a in LEARNERS]
             table = pd.concat(frames, ignore_index=True)[list(NASHCONV_COLUMNS)]
-        for algorithm in ALGORITHMS:
-            readings.append(pd.DataFrame({
-                "restart_average": restart_average, "algorithm": algorithm,
-                "iteration": np.arange(1, len(phases) + 1), "phase": phases, "nu": nus,
-                "mean_nash_conv": results[algorithm].mean(axis=0),
-            }))
+        for algorithm in LEARNERS:
+            readings.append(tidy(
+                [{"iteration": np.arange(1, len(phases) + 1), "phase": phases, "nu": nus}],
+                {"mean_nash_conv": results[algorithm].mean(axis=0)},
+                restart_average=restart_average, algorithm=algorithm))
     return table, pd.concat(readings, ignore_index=True)[list(READING_COLUMNS)]
 
 
@@ -359,66 +318,72 @@ def ci_metadata(cfg: Mapping) -> dict:
 # --- command-line steps -------------------------------------------------------
 
 
-def _nash_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _initial_policies(experiment: str) -> str:
+    return (f"Dirichlet(1,1,1), jax.random stream {streams.STREAMS['rps.' + experiment]} "
+            "of the seed (neurd.streams)")
+
+
+def _nash_step(args, cfg) -> None:
     write_table(nash_sets(cfg), args.out, columns=NASH_COLUMNS, config=cfg,
                 extra={"solver": "scipy.optimize.linprog (HiGHS) over {pi : M pi <= 0}"})
 
 
-def _portraits_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _portraits_step(args, cfg) -> None:
     solver = {"solver": "scipy.integrate.solve_ivp DOP853", "rtol": cfg["portraits"]["rtol"]}
     write_table(flows(cfg), args.flows, columns=FLOW_COLUMNS, config=cfg, extra=solver)
     write_table(vector_field(cfg), args.field, columns=FIELD_COLUMNS, config=cfg)
     write_table(speed_ratios(cfg), args.speed, columns=SPEED_COLUMNS, config=cfg)
 
 
-def _biased_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _biased_step(args, cfg) -> None:
     write_table(biased_nash_conv(cfg), args.out, columns=NASHCONV_COLUMNS, config=cfg,
-                extra={"integrator": "explicit Euler", "initial_policies": "Dirichlet(1,1,1), "
-                       f"jax.random stream {STREAMS['biased']} of the seed"})
+                extra={"integrator": "explicit Euler",
+                       "initial_policies": _initial_policies("biased")})
 
 
-def _nonstationary_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _nonstationary_step(args, cfg) -> None:
     table, readings = nonstationary_nash_conv(cfg)
-    extra = {"integrator": "explicit Euler", "initial_policies": "Dirichlet(1,1,1), "
-             f"jax.random stream {STREAMS['nonstationary']} of the seed",
+    extra = {"integrator": "explicit Euler", "initial_policies": _initial_policies("nonstationary"),
              "restart_average": cfg["nonstationary"]["restart_average"]}
     write_table(table, args.out, columns=NASHCONV_COLUMNS, config=cfg, extra=extra)
     write_table(readings, args.readings, columns=READING_COLUMNS, config=cfg, extra=extra)
 
 
-def _ci_step(args) -> None:
-    cfg = load_snapshot(args.config)
+def _ci_step(args, cfg) -> None:
     table = pd.read_parquet(args.table)
     write_table(confidence_intervals(table, cfg), args.out, columns=CI_COLUMNS, config=cfg,
                 extra=ci_metadata(cfg))
 
 
-def register(sub) -> None:
+def register(stage: Stage, sub) -> None:
     """Add this stage's steps to the ``neurd`` command line."""
-    p = add_step(sub, "rps-nash", "where the Nash equilibria of each RPS game lie",
-                 _nash_step, "rps")
+    p = stage.add_step(sub, "rps-nash", "where the Nash equilibria of each RPS game lie",
+                       _nash_step)
     p.add_argument("--out", required=True, help="output: nash_sets.parquet")
 
-    p = add_step(sub, "rps-portraits", "Fig 3 tables: flows, vector field, speed ratio",
-                 _portraits_step, "rps")
+    p = stage.add_step(sub, "rps-portraits", "Fig 3 tables: flows, vector field, speed ratio",
+                       _portraits_step)
     p.add_argument("--flows", required=True, help="output: flows.parquet")
     p.add_argument("--field", required=True, help="output: vector_field.parquet")
     p.add_argument("--speed", required=True, help="output: speed_ratio.parquet")
 
-    p = add_step(sub, "rps-biased", "Fig 4a table: NashConv of time averages, biased RPS",
-                 _biased_step, "rps")
+    p = stage.add_step(sub, "rps-biased", "Fig 4a table: NashConv of time averages, biased RPS",
+                       _biased_step)
     p.add_argument("--out", required=True, help="output: nashconv_biased.parquet")
 
-    p = add_step(sub, "rps-nonstationary", "Fig 5 tables: NashConv through phases of nu",
-                 _nonstationary_step, "rps")
+    p = stage.add_step(sub, "rps-nonstationary", "Fig 5 tables: NashConv through phases of nu",
+                       _nonstationary_step)
     p.add_argument("--out", required=True, help="output: nashconv_nonstationary.parquet")
     p.add_argument("--readings", required=True, help="output: nonstationary_readings.parquet")
 
-    p = add_step(sub, "rps-ci", "bootstrap CI of mean NashConv per iteration",
-                 _ci_step, "rps")
+    p = stage.add_step(sub, "rps-ci", "bootstrap CI of mean NashConv per iteration", _ci_step)
     p.add_argument("--table", required=True, help="input: a nashconv_*.parquet table")
     p.add_argument("--out", required=True, help="output: the matching *_ci.parquet")
+
+
+STAGE = Stage(
+    section="rps",
+    check=check,
+    figures=lambda cfg: [Figure(name, name) for name in ("fig3", "fig4a", "fig5")],
+    register=register,
+)

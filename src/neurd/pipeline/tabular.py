@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from neurd import games
-from neurd.config import ConfigError, load_snapshot
-from neurd.pipeline._steps import add_step
-from neurd.tables import write_table
+from neurd import games, names
+from neurd.config import ConfigError, require
+from neurd.pipeline._stage import Figure, Stage
+from neurd.tables import tidy, write_table
 
 log = logging.getLogger(__name__)
 
@@ -40,40 +40,26 @@ NASHCONV_COLUMNS = {
     "iteration": "CFR iterations done (each updates player 0, then player 1)",
     "nash_conv": "exact NashConv of the sequence-probability average policy",
 }
-REFERENCE_SOLVERS = ("cfr_rm", "cfr_plus")
 
 
-def figure_name(game: str, cfg: Mapping) -> str:
-    """``fig4b`` for the paper's game (``figure_game``), ``fig4b_<game>`` otherwise."""
-    return "fig4b" if game == cfg["figure_game"] else f"fig4b_{game}"
+def figures(cfg: Mapping) -> list[Figure]:
+    """Fig 4b per game: ``fig4b`` for the paper's game (``figure_game``), ``fig4b_<game>`` else."""
+    return [Figure("fig4b" if game == cfg["figure_game"] else f"fig4b_{game}", "fig4b",
+                   {"game": game}) for game in cfg["games"]]
 
 
-def figure_names(cfg: Mapping) -> list[str]:
-    """The figures this section makes, one per game (for the workflow's FIGURES)."""
-    return [figure_name(game, cfg) for game in cfg["games"]]
-
-
-def check_section(cfg: Mapping) -> None:
-    """Cross-field checks of the ``tabular`` section; raise ``ConfigError`` naming the key."""
-    names, strings = list(cfg["games"]), cfg["game_strings"]
-    missing = [name for name in names if name not in strings]
-    if missing:
-        raise ConfigError(f"config key 'tabular.games': {missing} have no entry in "
-                          f"tabular.game_strings {sorted(strings)}")
-    if cfg["figure_game"] not in names:
-        raise ConfigError(f"config key 'tabular.figure_game': {cfg['figure_game']!r} is not "
-                          f"one of tabular.games {names}")
+def check(cfg: Mapping) -> None:
+    """Cross-field checks of the ``tabular`` section (the schema has checked each value)."""
+    game_names, strings = list(cfg["games"]), cfg["game_strings"]
+    missing = [name for name in game_names if name not in strings]
+    require(not missing, "tabular.games",
+            f"{missing} have no entry in tabular.game_strings {sorted(strings)}")
+    require(cfg["figure_game"] in game_names, "tabular.figure_game",
+            f"{cfg['figure_game']!r} is not one of tabular.games {game_names}")
     unknown = sorted(set(cfg.get("expected_infostates", {})) - set(strings))
-    if unknown:
-        raise ConfigError(f"config key 'tabular.expected_infostates': games {unknown} are not "
-                          f"in tabular.game_strings {sorted(strings)}")
-    steps = list(cfg["step_sizes"])
-    if len(set(steps)) != len(steps) or min(steps) <= 0:
-        raise ConfigError(f"config key 'tabular.step_sizes': must be distinct and positive, "
-                          f"got {steps}")
-    if len(checkpoints(cfg)) < 2:
-        raise ConfigError(f"config key 'tabular.checkpoints': gives fewer than two checkpoints "
-                          f"up to {cfg['iterations']} iterations")
+    require(not unknown, "tabular.expected_infostates",
+            f"games {unknown} are not in tabular.game_strings {sorted(strings)}")
+    # checkpoints >= 2 and iterations >= 2 (schema) give at least iterations 1 and the last
 
 
 def _game_string(cfg: Mapping, game: str) -> str:
@@ -121,27 +107,20 @@ def sweep(cfg: Mapping, game: str, compiled: games.CompiledGame) -> pd.DataFrame
     log.info("%s: %d learners x %d step sizes x %d iterations in %.1fs", game,
              len(cfg["learners"]), len(cfg["step_sizes"]), points[-1],
              time.perf_counter() - start)
-    learner, step, point = np.meshgrid(np.arange(len(cfg["learners"])),
-                                       np.asarray(cfg["step_sizes"], float), points,
-                                       indexing="ij")
-    return pd.DataFrame({
-        "game": game,
-        "algorithm": np.asarray(cfg["learners"])[learner.ravel()],
-        "step_size": step.ravel(),
-        "iteration": point.ravel(),
-        "nash_conv": curves.ravel(),
-    })[list(NASHCONV_COLUMNS)]
+    return tidy([{"algorithm": np.asarray(cfg["learners"])},
+                 {"step_size": np.asarray(cfg["step_sizes"], float)}, {"iteration": points}],
+                {"nash_conv": curves}, game=game)[list(NASHCONV_COLUMNS)]
 
 
 def reference(cfg: Mapping, game: str, solver: str) -> pd.DataFrame:
     """NashConv curve of one OpenSpiel CFR solver at the sweep's checkpoints."""
-    from neurd.tabular.reference import reference_curve
+    from neurd.tabular.reference import solver_nash_conv
 
     if solver not in cfg["reference_solvers"]:
         raise ConfigError(f"solver {solver!r} is not in config tabular.reference_solvers "
                           f"{cfg['reference_solvers']}")
     points = checkpoints(cfg, up_to=reference_iterations(cfg))
-    values = reference_curve(_game_string(cfg, game), solver, points)
+    values = solver_nash_conv(_game_string(cfg, game), solver, points)
     return pd.DataFrame({"game": game, "algorithm": solver, "step_size": np.nan,
                          "iteration": points, "nash_conv": values})[list(NASHCONV_COLUMNS)]
 
@@ -149,43 +128,36 @@ def reference(cfg: Mapping, game: str, solver: str) -> pd.DataFrame:
 # --- command-line steps -------------------------------------------------------
 
 
-def _load(args) -> dict:
-    cfg = load_snapshot(args.config)
-    check_section(cfg)
-    _game_string(cfg, args.game)
-    return cfg
-
-
-def _compile_step(args) -> None:
-    cfg = _load(args)
+def _compile_step(args, cfg) -> None:
     games.save(compiled_game(cfg, args.game), args.out)
 
 
-def _sweep_step(args) -> None:
-    cfg = _load(args)
+def _sweep_step(args, cfg) -> None:
     compiled = games.load(args.compiled)
     write_table(sweep(cfg, args.game, compiled), args.out, columns=NASHCONV_COLUMNS,
                 config=cfg, extra={"game_string": compiled.game_string})
 
 
-def _reference_step(args) -> None:
-    cfg = _load(args)
+def _reference_step(args, cfg) -> None:
     write_table(reference(cfg, args.game, args.solver), args.out, columns=NASHCONV_COLUMNS,
                 config=cfg, extra={"game_string": _game_string(cfg, args.game)})
 
 
-def _table_step(args) -> None:
-    cfg = _load(args)
+def _table_step(args, cfg) -> None:
     frames = [pd.read_parquet(path) for path in (args.sweep, *args.reference)]
     table = pd.concat(frames, ignore_index=True)
     write_table(table, args.out, columns=NASHCONV_COLUMNS, config=cfg,
                 extra={"game_string": _game_string(cfg, args.game)})
 
 
-def register(sub) -> None:
+def register(stage: Stage, sub) -> None:
     """Add this stage's steps to the ``neurd`` command line."""
     def add(name, summary, func):
-        p = add_step(sub, name, summary, func, "tabular")
+        def checked(args, cfg):
+            _game_string(cfg, args.game)
+            func(args, cfg)
+
+        p = stage.add_step(sub, name, summary, checked)
         p.add_argument("--game", required=True, help="short name of the game (tabular.games)")
         return p
 
@@ -199,7 +171,7 @@ def register(sub) -> None:
 
     p = add("tabular-reference", "Fig 4b: NashConv of OpenSpiel's CFR or CFR+ solver",
             _reference_step)
-    p.add_argument("--solver", required=True, choices=REFERENCE_SOLVERS)
+    p.add_argument("--solver", required=True, choices=names.REFERENCE_SOLVERS)
     p.add_argument("--out", required=True,
                    help="output: results/tabular/<game>/reference_<solver>.parquet")
 
@@ -208,3 +180,6 @@ def register(sub) -> None:
     p.add_argument("--reference", nargs="*", default=[],
                    help="inputs: reference_<solver>.parquet, one per solver")
     p.add_argument("--out", required=True, help="output: results/tabular/<game>/nashconv.parquet")
+
+
+STAGE = Stage(section="tabular", check=check, figures=figures, register=register)

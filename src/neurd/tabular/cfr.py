@@ -21,7 +21,9 @@ own update exactly as OpenSpiel accumulates ``cumulative_policy``.
 
 Everything is a pure function of arrays: :func:`cfr_sweep` runs a grid of
 step sizes as one jitted program, a ``lax.scan`` over checkpoints whose body
-runs a ``vmap`` over the step sizes of a ``lax.fori_loop`` over iterations.
+runs a ``vmap`` over the step sizes of a ``lax.fori_loop`` over iterations;
+the scan returns its metrics stacked and is called a chunk of checkpoints at
+a time, with progress logged between chunks (:mod:`neurd.progress`).
 
 Logit magnitudes.  Starting from zero, NeuRD's logits are ``eta`` times the
 cumulative counterfactual regrets, and a counterfactual regret is at most
@@ -39,15 +41,17 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from neurd import learners
+from neurd import learners, names
+from neurd.precision import float64
+from neurd.progress import Progress, scan_in_chunks
 from neurd.tabular.evaluation import nash_conv, normalize
 from neurd.tabular.sequence_form import (
     SequenceForm,
@@ -77,6 +81,10 @@ def _zeros(legal):
     return jnp.zeros(legal.shape, jnp.float64)
 
 
+# Checkpoints per jitted call of the sweep: progress is logged between calls.
+CHECKPOINTS_PER_CHUNK = 8
+
+
 def _regret_matching_step(cumulative_regrets, regrets, step_size, legal):
     del step_size, legal  # regret matching is scale-free
     return cumulative_regrets + regrets
@@ -88,9 +96,10 @@ def _logit_learner(name: str) -> LocalLearner:
 
 
 LEARNERS = {
-    "rm": LocalLearner("rm", _zeros, _regret_matching_step, learners.regret_matching_policy),
-    "neurd": _logit_learner("neurd"),
-    "spg": _logit_learner("spg"),
+    names.RM: LocalLearner(names.RM, _zeros, _regret_matching_step,
+                           learners.regret_matching_policy),
+    names.NEURD: _logit_learner(names.NEURD),
+    names.SPG: _logit_learner(names.SPG),
 }
 
 
@@ -160,8 +169,8 @@ def update_player(form: SequenceForm, learner: LocalLearner, state: CFRState, pl
                     replace(state.cumulative_policy, cumulative), state.iteration)
 
 
-def iteration(form: SequenceForm, learner: LocalLearner, state: CFRState,
-              step_size) -> CFRState:
+def one_iteration(form: SequenceForm, learner: LocalLearner, state: CFRState,
+                  step_size) -> CFRState:
     """One alternating CFR iteration: player 0, then player 1 against the new policy."""
     etas = _per_player(form, step_size)
     for player in (0, 1):
@@ -180,6 +189,7 @@ def average_policy(form: SequenceForm, state: CFRState) -> jax.Array:
     return normalize(jnp.concatenate(state.cumulative_policy), form.legal)
 
 
+@float64
 def run(form: SequenceForm, learner: str | LocalLearner, step_size,
         num_iterations: int) -> CFRState:
     """``num_iterations`` CFR iterations from the learner's initial state."""
@@ -206,10 +216,11 @@ def checkpoint_segments(checkpoints: Sequence[int]) -> np.ndarray:
 def advance(form: SequenceForm, learner: LocalLearner, state: CFRState, step_size,
             num_iterations) -> CFRState:
     """``num_iterations`` (may be traced) CFR iterations from ``state``."""
-    body = lambda _, s: iteration(form, learner, s, step_size)  # noqa: E731
+    body = lambda _, s: one_iteration(form, learner, s, step_size)  # noqa: E731
     return jax.lax.fori_loop(0, num_iterations, body, state)
 
 
+@float64
 def cfr_sweep(form: SequenceForm, learner_names: Sequence[str | LocalLearner], step_sizes,
               checkpoints: Sequence[int]) -> np.ndarray:
     """NashConv of the average policy, ``[learners, step sizes, checkpoints]``.
@@ -217,7 +228,8 @@ def cfr_sweep(form: SequenceForm, learner_names: Sequence[str | LocalLearner], s
     One jitted program: a ``lax.scan`` over the checkpoints whose body runs,
     for each learner, a ``vmap`` over the step sizes of a ``lax.fori_loop``
     over the iterations up to the next checkpoint, then evaluates every
-    average policy exactly.  Progress is logged (INFO) at each checkpoint.
+    average policy exactly.  It runs :data:`CHECKPOINTS_PER_CHUNK`
+    checkpoints per call and logs progress (INFO) between calls.
     Raises ``FloatingPointError`` naming the run if a NashConv is not finite.
     """
     chosen = tuple(local_learner(name) for name in learner_names)
@@ -226,51 +238,65 @@ def cfr_sweep(form: SequenceForm, learner_names: Sequence[str | LocalLearner], s
         raise ValueError(f"step sizes must be a non-empty list of positive numbers, "
                          f"got {list(np.atleast_1d(step_sizes))}")
     segments = checkpoint_segments(checkpoints)
-    _progress.start = time.perf_counter()
-    curves = np.asarray(_sweep(form, chosen, jnp.asarray(etas), jnp.asarray(segments),
-                               jnp.asarray(np.cumsum(segments))))
+    points = np.cumsum(segments)
+    etas = jnp.asarray(etas)
+    progress = Progress("CFR sweep", points[-1])
+
+    def report(done, metrics):
+        values, largest = metrics
+        progress.update(points[done - 1], "; ".join(
+            f"{learner.name} NashConv {np.min(v):.4g}..{np.max(v):.4g}, max |param| {m:.3g}"
+            for learner, v, m in zip(chosen, values[-1], largest[-1])))
+
+    _, (curves, _) = scan_in_chunks(
+        lambda states, chunk: _sweep_chunk(form, chosen, etas, states, chunk),
+        _sweep_init(form, chosen, etas), segments, chunk_size=CHECKPOINTS_PER_CHUNK,
+        pad_value=0, on_chunk=report)
     curves = np.moveaxis(curves, 0, -1)  # [K, learners, etas] -> [learners, etas, K]
     bad = np.argwhere(~np.isfinite(curves))
     if len(bad):
-        l, e, k = bad[0]
+        i, e, k = bad[0]
         raise FloatingPointError(
-            f"NashConv is not finite for learner {chosen[l].name!r}, step size {etas[e]} "
-            f"at checkpoint {np.cumsum(segments)[k]}")
+            f"NashConv is not finite for learner {chosen[i].name!r}, step size {etas[e]} "
+            f"at checkpoint {points[k]}")
     return curves
 
 
-@jax.jit(static_argnames=("chosen",))
-def _sweep(form, chosen, etas, segments, checkpoints):
-    states = tuple(jax.vmap(lambda _: init(form, learner))(etas) for learner in chosen)
+def _advance(form, learner, length, state, eta):
+    return advance(form, learner, state, eta, length)
 
-    def segment(states, xs):
-        length, checkpoint = xs
+
+def _average_nash_conv(form, state):
+    return nash_conv(form, average_policy(form, state))
+
+
+@jax.jit(static_argnames=("chosen",))
+def _sweep_init(form, chosen, etas):
+    return tuple(jax.vmap(lambda _, learner=learner: init(form, learner))(etas)
+                 for learner in chosen)
+
+
+@jax.jit(static_argnames=("chosen",))
+def _sweep_chunk(form, chosen, etas, states, segments):
+    """Scan over ``segments`` (iterations to the next checkpoint; 0 pads a chunk).
+
+    Returns the states and, per checkpoint, NashConv ``[learners, etas]`` and
+    the largest parameter magnitude per learner.
+    """
+    def segment(states, length):
         states = tuple(
-            jax.vmap(lambda s, eta: advance(form, learner, s, eta, length))(state, etas)
+            jax.vmap(functools.partial(_advance, form, learner, length))(state, etas)
             for learner, state in zip(chosen, states))
         values = jnp.stack([
-            jax.vmap(lambda s: nash_conv(form, average_policy(form, s)))(state)
-            for state in states])
-        largest_logit = jnp.stack([jnp.max(jnp.abs(jnp.concatenate(
+            jax.vmap(functools.partial(_average_nash_conv, form))(state) for state in states])
+        largest = jnp.stack([jnp.max(jnp.abs(jnp.concatenate(
             [p.reshape(p.shape[0], -1) for p in state.params], axis=1))) for state in states])
-        names = tuple(learner.name for learner in chosen)
-        jax.debug.callback(functools.partial(_progress, names=names), checkpoint, values,
-                           largest_logit, ordered=True)
-        return states, values
+        return states, (values, largest)
 
-    return jax.lax.scan(segment, states, (segments, checkpoints))[1]
+    return jax.lax.scan(segment, states, segments)
 
 
-def _progress(checkpoint, values, largest, names):
-    log.info("iteration %d (%.1fs): " + "; ".join(
-        f"{name} NashConv {np.min(v):.4g}..{np.max(v):.4g}, max |param| {m:.3g}"
-        for name, v, m in zip(names, np.asarray(values), np.asarray(largest))),
-        int(checkpoint), time.perf_counter() - _progress.start)
-
-
-_progress.start = time.perf_counter()
-
-
+@float64
 def run_with_regret(form: SequenceForm, learner: str | LocalLearner, step_size,
                     num_iterations: int) -> tuple[CFRState, jax.Array]:
     """Run CFR and return each player's external regret ``R_{i,T}`` ``[2]``.
@@ -300,8 +326,8 @@ def _run_with_regret(form, learner, step_size, num_iterations):
             state = update_player(form, learner, state, player, etas[player])
         return (state, tuple(summed_g), tuple(realized)), None
 
-    zeros = tuple(jnp.zeros(tree.num_sequences) for tree in form.players)
-    start = (init(form, learner), zeros, (jnp.zeros(()), jnp.zeros(())))
+    zeros = tuple(jnp.zeros(tree.num_sequences, jnp.float64) for tree in form.players)
+    start = (init(form, learner), zeros, (jnp.zeros((), jnp.float64), jnp.zeros((), jnp.float64)))
     (state, summed_g, realized), _ = jax.lax.scan(body, start, None, length=num_iterations)
     best = [counterfactual_values(tree, None, g, best_response=True)[2]
             for tree, g in zip(form.players, summed_g)]

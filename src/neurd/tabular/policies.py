@@ -10,7 +10,7 @@ and :func:`from_openspiel` convert, so any policy can be checked against
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

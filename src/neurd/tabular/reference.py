@@ -12,33 +12,26 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyspiel
 
-from neurd.games import load_game
+from neurd.games import openspiel_game
+from neurd.names import CFR_PLUS, CFR_RM, REFERENCE_SOLVERS, check_name
 
 log = logging.getLogger(__name__)
 
-SOLVERS = {"cfr_rm": pyspiel.CFRSolver, "cfr_plus": pyspiel.CFRPlusSolver}
+SOLVERS = {CFR_RM: pyspiel.CFRSolver, CFR_PLUS: pyspiel.CFRPlusSolver}
 
 
-def solver_class(name: str):
-    try:
-        return SOLVERS[name]
-    except KeyError:
-        raise ValueError(f"unknown reference solver {name!r}; expected one of "
-                         f"{sorted(SOLVERS)}") from None
-
-
-def reference_curve(game_string: str, solver: str, checkpoints: Sequence[int]) -> np.ndarray:
+def solver_nash_conv(game_string: str, solver: str, checkpoints: Sequence[int]) -> np.ndarray:
     """``[K]`` NashConv of the solver's average policy after each checkpoint iteration."""
     from neurd.tabular.cfr import checkpoint_segments
 
     segments = checkpoint_segments(checkpoints)
-    cls = solver_class(solver)
-    game = load_game(game_string)
+    cls = SOLVERS[check_name(solver, REFERENCE_SOLVERS, "reference solver")]
+    game = openspiel_game(game_string)
     start = time.perf_counter()
     instance = cls(game)
     log.info("%s on %s: solver set up in %.2fs", solver, game, time.perf_counter() - start)

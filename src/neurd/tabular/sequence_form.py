@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from neurd.games import CompiledGame
+from neurd.precision import float64
 
 
 @jax.tree_util.register_dataclass
@@ -126,6 +127,7 @@ def _terminal_sequences(game: CompiledGame, trees) -> np.ndarray:
     return np.stack(columns).astype(np.int32)
 
 
+@float64
 def sequence_form(game: CompiledGame) -> SequenceForm:
     """The JAX layout of a compiled game (one pass of NumPy, no tree walk).
 
@@ -144,7 +146,7 @@ def sequence_form(game: CompiledGame) -> SequenceForm:
     return SequenceForm(
         players=trees,
         terminal_sequence=jnp.asarray(cells, dtype=jnp.int32),
-        terminal_payoff=jnp.asarray(merged),
+        terminal_payoff=jnp.asarray(merged, dtype=jnp.float64),
         num_actions=game.num_actions,
     )
 
@@ -209,8 +211,8 @@ def counterfactual_values(tree: PlayerTree, pi: jax.Array, g: jax.Array,
                 v, tree.parent_in_level[start:stop], num_segments=(start - parent_start) * A
             ).reshape(start - parent_start, A)
     root = g[-1] + (jnp.sum(v_blocks[-1]) if v_blocks else 0.0)
-    q_all = jnp.concatenate(q_blocks[::-1]) if q_blocks else jnp.zeros((0, A))
-    v_all = jnp.concatenate(v_blocks[::-1]) if v_blocks else jnp.zeros((0,))
+    q_all = jnp.concatenate(q_blocks[::-1]) if q_blocks else jnp.zeros((0, A), g.dtype)
+    v_all = jnp.concatenate(v_blocks[::-1]) if v_blocks else jnp.zeros((0,), g.dtype)
     return q_all, v_all, root
 
 

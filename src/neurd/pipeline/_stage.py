@@ -1,0 +1,78 @@
+"""What every stage of the pipeline declares (not a stage itself: the registry skips ``_`` modules).
+
+A stage is a module of :mod:`neurd.pipeline` with a module-level ``STAGE``
+(:class:`Stage`): the config section it computes from, its cross-field
+checks, the figures it feeds and its ``neurd <step>`` command-line steps.
+:mod:`neurd.stages` finds every stage with one loop; the Snakefile, the
+config validation, the snapshot rule, the figure rules and the provenance
+all read that one registry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from neurd.config import ConfigError, load_snapshot
+from neurd.precision import float64
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure a stage feeds: ``results/figures/<name>.png`` drawn by ``neurd.figures.<module>``.
+
+    ``wildcards`` fill the placeholders of the module's ``INPUTS`` paths
+    (Fig 4b's ``{game}``).
+    """
+
+    name: str
+    module: str
+    wildcards: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: its config section, checks, figures and command-line steps.
+
+    ``check(cfg)`` raises :class:`~neurd.config.ConfigError` naming the key
+    for what the schema cannot express (one value against another);
+    ``figures(cfg)`` lists the :class:`Figure` s the section makes;
+    ``register(stage, sub)`` adds the steps with :meth:`add_step`;
+    ``float64``: whether the steps compute in double precision.
+    """
+
+    section: str
+    check: Callable[[Mapping], None]
+    figures: Callable[[Mapping], list[Figure]]
+    register: Callable
+    float64: bool = True
+
+    def load(self, path: str | os.PathLike) -> dict:
+        """The section's config snapshot at ``path``, checked; errors name the file."""
+        cfg = load_snapshot(path)
+        try:
+            self.check(cfg)
+        except ConfigError as error:
+            raise ConfigError(f"{path}: {error}") from None
+        return cfg
+
+    def add_steps(self, sub) -> None:
+        """Add every step of this stage to the ``neurd`` command line."""
+        self.register(self, sub)
+
+    def add_step(self, sub, name: str, summary: str, func: Callable):
+        """Add ``neurd <name>``: ``func(args, cfg)`` with the checked snapshot of ``--config``."""
+        parser = sub.add_parser(name, help=summary)
+        parser.add_argument("--config", required=True,
+                            help=f"{self.section} config snapshot (JSON)")
+
+        def run(args):
+            cfg = self.load(args.config)
+            if self.float64:
+                with float64():
+                    return func(args, cfg)
+            return func(args, cfg)
+
+        parser.set_defaults(func=run)
+        return parser

@@ -1,0 +1,47 @@
+"""The stage registry: every stage is found by one loop and declares what the workflow needs."""
+
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+import yaml
+
+from neurd import stages
+from neurd.config import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _default_config() -> dict:
+    config = yaml.safe_load((ROOT / "workflow/config/default.yaml").read_text())
+    stages.validate(config, ROOT / "workflow/schemas")
+    return config
+
+
+def test_every_stage_has_its_schema_and_rules():
+    assert set(stages.SECTIONS) >= {"matrix", "rps", "tabular"}
+    snakefile = (ROOT / "Snakefile").read_text()
+    for section in stages.SECTIONS:
+        schema = yaml.safe_load((ROOT / f"workflow/schemas/{section}.schema.yaml").read_text())
+        assert list(schema["properties"]) == [section]
+        assert f'include: "workflow/rules/{section}.smk"' in snakefile
+
+
+def test_figures_come_from_the_stages_with_their_inputs():
+    jobs = stages.figures(_default_config())
+    assert [job.name for job in jobs] == [
+        "fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b_kuhn", "fig4b", "fig4b_goofspiel"]
+    by_name = {job.name: job for job in jobs}
+    assert by_name["fig4b_kuhn"].inputs == {"nashconv": "results/tabular/kuhn/nashconv.parquet"}
+    assert by_name["fig3"].section == "rps"
+    for job in jobs:
+        module = importlib.import_module(f"neurd.figures.{job.module}")
+        assert list(inspect.signature(module.make).parameters) == ["tables", "cfg", "name"]
+        assert (ROOT / f"workflow/report/{job.module}.rst").exists()
+        assert all(path.startswith(f"results/{job.section}/") for path in job.inputs.values())
+
+
+def test_unknown_section_is_named():
+    with pytest.raises(ConfigError, match="'neural_typo' was unexpected"):
+        stages.check({"seed": 0, "neural_typo": {}})

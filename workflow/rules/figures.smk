@@ -1,0 +1,77 @@
+# The figures, generated from each figure module's declared INPUTS; the claims
+# audit of all figures; the provenance of the run.
+
+
+# One rule per figure module (fig4b draws one figure per game); the rule's
+# {figure} wildcard names the figure, and its report caption shows it.
+for module in sorted({job.module for job in FIGURE_JOBS.values()}):
+
+    rule:
+        name:
+            module
+        input:
+            unpack(
+                lambda wildcards: {
+                    "cfg": f"results/config/{FIGURE_JOBS[wildcards.figure].section}.json",
+                    **FIGURE_JOBS[wildcards.figure].inputs,
+                }
+            ),
+        output:
+            png=report(
+                "results/figures/{figure}.png",
+                caption=f"../report/{module}.rst",
+                category="Figures",
+            ),
+            pdf="results/figures/{figure}.pdf",
+            audit="results/audit/{figure}.csv",
+        log:
+            "results/logs/{figure}.log",
+        wildcard_constraints:
+            figure="|".join(name for name, job in FIGURE_JOBS.items() if job.module == module),
+        conda:
+            CONDA_ENV
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        params:
+            module=module,
+            inputs=lambda wildcards: " ".join(
+                f"--input {name}={path}"
+                for name, path in FIGURE_JOBS[wildcards.figure].inputs.items()
+            ),
+        shell:
+            "neurd figure {params.module} --name {wildcards.figure} --config {input.cfg}"
+            " {params.inputs} --png {output.png} --pdf {output.pdf} --audit {output.audit}"
+            " > {log} 2>&1"
+
+
+rule claims_audit:
+    """All figures' claims in one Markdown table."""
+    input:
+        expand("results/audit/{figure}.csv", figure=FIGURES),
+    output:
+        report("results/audit/claims.md", caption="../report/claims.rst", category="Audit"),
+    log:
+        "results/logs/claims_audit.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "neurd audit-gather --out {output} {input} > {log} 2>&1"
+
+
+rule provenance:
+    """Packages, git revision, config and its hash, seeds, machine.  Depends on
+    every figure so it is rewritten whenever any result is."""
+    input:
+        cfg="results/config/all.json",
+        figures=FIGURE_FILES,
+        audit="results/audit/claims.md",
+    output:
+        "results/provenance.json",
+    log:
+        "results/logs/provenance.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "neurd provenance --config {input.cfg} --out {output} > {log} 2>&1"
