@@ -26,6 +26,7 @@ validate(config, f"{workflow.basedir}/workflow/schemas")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/matrix.smk"
+include: "workflow/rules/neural.smk"
 include: "workflow/rules/rps.smk"
 include: "workflow/rules/tabular.smk"
 include: "workflow/rules/figures.smk"

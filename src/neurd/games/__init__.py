@@ -11,7 +11,7 @@ The paper's three games, their strings and information-state counts are
 :data:`neurd.names.GAMES`.
 """
 
-from neurd.games.compile import DEFAULT_MAX_HISTORIES, compile_game
+from neurd.games.compile import DEFAULT_MAX_HISTORIES, compile_configured, compile_game
 from neurd.games.compiled import (
     CHANCE,
     FORMAT,
@@ -21,12 +21,14 @@ from neurd.games.compiled import (
     CompiledGame,
     GameFileError,
     load,
+    negated,
     save,
 )
 from neurd.games.openspiel import GameError, openspiel_game
 
 __all__ = [
     "CHANCE", "DEFAULT_MAX_HISTORIES", "FORMAT", "FORMAT_VERSION", "NO_INDEX", "TERMINAL",
-    "CompiledGame", "GameError", "GameFileError", "compile_game", "load", "openspiel_game",
+    "CompiledGame", "GameError", "GameFileError", "compile_configured", "compile_game", "load",
+    "negated", "openspiel_game",
     "save",
 ]

@@ -173,3 +173,23 @@ def compile_game(game_string: str, max_histories: int = DEFAULT_MAX_HISTORIES) -
              compiled.infostates_per_player, compiled.num_terminals,
              time.perf_counter() - start)
     return compiled
+
+
+def compile_configured(name: str, game_strings, expected_infostates, section: str
+                       ) -> CompiledGame:
+    """Compile the game a config section calls ``name``; check its information states.
+
+    ``game_strings``: short name -> OpenSpiel string; ``expected_infostates``:
+    short name -> count (games not listed are not checked).  Errors name
+    ``<section>.game_strings`` / ``<section>.expected_infostates``.
+    """
+    if name not in game_strings:
+        raise GameError(f"game {name!r} has no entry in config {section}.game_strings "
+                        f"{sorted(game_strings)}")
+    compiled = compile_game(game_strings[name])
+    expected = (expected_infostates or {}).get(name)
+    if expected is not None and compiled.num_infostates != expected:
+        raise GameError(f"game {name!r} ({compiled.game_string}) has "
+                        f"{compiled.num_infostates} information states, config "
+                        f"{section}.expected_infostates says {expected}")
+    return compiled

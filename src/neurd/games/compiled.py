@@ -25,7 +25,7 @@ what is wrong.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -189,3 +189,9 @@ def load(path: str | os.PathLike) -> CompiledGame:
         return CompiledGame(**arrays)
     except GameFileError as error:
         raise GameFileError(f"{path}: {error}") from None
+
+
+def negated(game: CompiledGame) -> CompiledGame:
+    """The same game with every payoff negated (Fig 6's even phases)."""
+    return replace(game, history_returns=-game.history_returns,
+                   game_string=f"negated({game.game_string})")

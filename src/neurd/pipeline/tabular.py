@@ -87,13 +87,9 @@ def reference_iterations(cfg: Mapping) -> int:
 
 def compiled_game(cfg: Mapping, game: str) -> games.CompiledGame:
     """Compile ``game`` and check its information-state count against the config."""
-    compiled = games.compile_game(_game_string(cfg, game))
-    expected = cfg.get("expected_infostates", {}).get(game)
-    if expected is not None and compiled.num_infostates != expected:
-        raise ValueError(f"game {game!r} ({compiled.game_string}) has "
-                         f"{compiled.num_infostates} information states, config "
-                         f"tabular.expected_infostates says {expected}")
-    return compiled
+    _game_string(cfg, game)
+    return games.compile_configured(game, cfg["game_strings"], cfg.get("expected_infostates"),
+                                    "tabular")
 
 
 def sweep(cfg: Mapping, game: str, compiled: games.CompiledGame) -> pd.DataFrame:

@@ -1,0 +1,258 @@
+"""Figure 6: neural NeuRD vs SPG, NashConv through phases of negated reward, per game.
+
+Top row (the paper's a-c): per game, the exact NashConv of the current network
+policy against learning iterations, for the entropy level with the lowest
+final NashConv of each algorithm; mean over seeds with its bootstrap band; red
+dashed lines where the payoff is negated.  Bottom row (d-f): per game, the
+average NashConv over all iterations of every run, at every entropy level, as
+box plots per algorithm.
+
+The audit measures the paper's four claims per game, paired by seed where
+seeds are shared, plus whether the entropy grid brackets each algorithm's best
+level and what the exact critic (where it was run) changes.  Every verdict
+states the scale it was measured at: short of the paper's 3 x 0.33e6
+iterations and 40 seeds it is provisional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from neurd import names
+from neurd.audit import Claim, fmt, verdict
+from neurd.figures import style
+from neurd.names import NEURD, SPG
+
+FIGURE = "fig6"
+INPUTS = {
+    "nashconv": "results/neural/nashconv.parquet",
+    "ci": "results/neural/nashconv_ci.parquet",
+    "summary": "results/neural/summary.parquet",
+    "diagnostics": "results/neural/diagnostics.parquet",
+}
+PAPER_PHASE_ITERATIONS = 330_000
+PAPER_SEEDS = 40
+PANELS = "abcdefghijkl"
+
+
+def best_entropies(summary: pd.DataFrame, game: str) -> dict[str, float]:
+    """Per algorithm, the entropy level with the lowest mean final NashConv over seeds."""
+    rows = summary[summary.game == game]
+    means = rows.groupby(["algorithm", "entropy"]).final_nash_conv.mean()
+    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()}
+
+
+def _games(summary: pd.DataFrame) -> list[str]:
+    order = list(names.GAMES)
+    found = list(dict.fromkeys(summary.game))
+    return sorted(found, key=lambda g: order.index(g) if g in order else len(order))
+
+
+def _curve(ci: pd.DataFrame, game: str, algorithm: str, entropy: float) -> pd.DataFrame:
+    rows = ci[(ci.game == game) & (ci.algorithm == algorithm) & (ci.entropy == entropy)]
+    return rows.sort_values(["iteration", "phase"])
+
+
+def _phase_length(nashconv: pd.DataFrame, game: str) -> int:
+    rows = nashconv[(nashconv.game == game) & (nashconv.phase == 1)]
+    return int(rows.iteration.max())
+
+
+def plot(nashconv, ci, summary, cfg):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    style.setup()
+    games = _games(summary)
+    fig, axes = plt.subplots(2, len(games), figsize=(4.6 * len(games), 7.2), squeeze=False)
+    for col, game in enumerate(games):
+        ax = axes[0, col]
+        best = best_entropies(summary, game)
+        for algorithm, entropy in best.items():
+            c = _curve(ci, game, algorithm, entropy)
+            color = style.PALETTE[algorithm]
+            ax.plot(c.iteration, c["mean"], color=color,
+                    label=rf"{style.LABELS[algorithm]} ($\eta$ = {entropy:g})")
+            ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
+                            linewidth=0)
+        length = _phase_length(nashconv, game)
+        for boundary in range(length, int(ci[ci.game == game].iteration.max()), length):
+            ax.axvline(boundary, **style.PHASE_LINE)
+        seeds = summary[summary.game == game].seed.nunique()
+        ax.set(xlabel="learning iterations (critic updates)", ylabel="NashConv (current policy)",
+               title=f"({PANELS[col]}) {names.game_title(game)}: best entropy per algorithm,\n"
+                     f"mean of {seeds} seeds, {int(100 * cfg['bootstrap']['confidence'])}% "
+                     "bootstrap CI")
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
+        ax.legend(fontsize=8)
+        box = axes[1, col]
+        rows = summary[summary.game == game]
+        order = [a for a in names.LEARNERS if a in set(rows.algorithm)]
+        sns.boxplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
+                    hue="algorithm", palette=style.PALETTE, legend=False, showfliers=False,
+                    width=0.5)
+        sns.stripplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
+                      color="black", size=2.5, alpha=0.6, jitter=0.15)
+        box.set_xticks(range(len(order)), [style.LABELS[a] for a in order])
+        box.set(xlabel="", ylabel="average NashConv over all iterations",
+                title=f"({PANELS[len(games) + col]}) {names.game_title(game)}: every run at "
+                      f"{rows.entropy.nunique()} entropy levels")
+    fig.tight_layout()
+    return fig
+
+
+# --- the claims audit ---------------------------------------------------------------------
+
+
+def scale_note(nashconv: pd.DataFrame, game: str) -> tuple[str, bool]:
+    """The measured scale in words, and whether it is the paper's (else provisional)."""
+    length = _phase_length(nashconv, game)
+    seeds = nashconv[nashconv.game == game].seed.nunique()
+    paper = length >= PAPER_PHASE_ITERATIONS and seeds >= PAPER_SEEDS
+    note = (f"[{'paper scale' if paper else 'provisional'}: {length} iterations per phase "
+            f"(paper {PAPER_PHASE_ITERATIONS}), {seeds} seeds (paper {PAPER_SEEDS})] ")
+    return note, paper
+
+
+def reach_iterations(run: pd.DataFrame, phase: int, level: float) -> float:
+    """Iterations after the phase's start until the run's NashConv is at most ``level``."""
+    rows = run[run.phase == phase].sort_values("iteration")
+    hit = rows[rows.nash_conv <= level]
+    return float(hit.iteration.iloc[0] - rows.iteration.iloc[0]) if len(hit) else np.inf
+
+
+def _runs(nashconv, game, algorithm, entropy):
+    rows = nashconv[(nashconv.game == game) & (nashconv.algorithm == algorithm)
+                    & (nashconv.entropy == entropy)]
+    return {seed: run for seed, run in rows.groupby("seed")}
+
+
+def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
+    phases = sorted(nashconv[nashconv.game == game].phase.unique())
+    runs = {a: _runs(nashconv, game, a, best[a]) for a in (NEURD, SPG)}
+    seeds = sorted(set(runs[NEURD]) & set(runs[SPG]))
+    parts, ok = [], True
+    for phase in phases:
+        uniform = float(ci[(ci.game == game) & (ci.phase == phase)].uniform_nash_conv.iloc[0])
+        level = cfg["audit_fraction"] * uniform
+        times = {a: np.array([reach_iterations(runs[a][s], phase, level) for s in seeds])
+                 for a in (NEURD, SPG)}
+        wins = int(np.sum(times[NEURD] < times[SPG]))
+        losses = int(np.sum(times[NEURD] > times[SPG]))
+        median = {a: float(np.median(t)) for a, t in times.items()}
+        parts.append(f"phase {phase} (level {fmt(level)}): median NeuRD {fmt(median[NEURD], 6)}"
+                     f", SPG {fmt(median[SPG], 6)} iterations; NeuRD earlier in {wins}, later "
+                     f"in {losses} of {len(seeds)} seeds")
+        if phase > 1:  # after each negation
+            ok &= median[NEURD] < median[SPG] or (median[NEURD] == median[SPG] and wins > losses)
+    return Claim(
+        FIGURE, f"{game}: NeuRD converges faster after each negation",
+        "'NeuRD converges faster than SPG in all three domains'",
+        note + "; ".join(parts) + f" (level: {fmt(cfg['audit_fraction'])} x the uniform "
+        "policy's NashConv in the phase's game; inf: not reached; best entropy per algorithm)",
+        "in every phase after a negation NeuRD's median time to the level is below SPG's",
+        verdict(ok))
+
+
+def _final_claim(game, summary, best, note) -> Claim:
+    rows = summary[summary.game == game]
+    final = {a: rows[(rows.algorithm == a) & (rows.entropy == best[a])]
+             .set_index("seed").final_nash_conv for a in (NEURD, SPG)}
+    paired = final[NEURD].index.intersection(final[SPG].index)
+    lower = int(np.sum(final[NEURD].loc[paired] < final[SPG].loc[paired]))
+    means = {a: float(f.mean()) for a, f in final.items()}
+    return Claim(
+        FIGURE, f"{game}: NeuRD ends with the lowest final NashConv",
+        "'NeuRD ... yields the lowest final NashConv'",
+        note + f"final NashConv (mean of the last checkpoints) at the best entropy: NeuRD "
+        f"{fmt(means[NEURD])} (eta {fmt(best[NEURD])}), SPG {fmt(means[SPG])} (eta "
+        f"{fmt(best[SPG])}); NeuRD lower in {lower} of {len(paired)} seeds",
+        "mean final NashConv of NeuRD below SPG's", verdict(means[NEURD] < means[SPG]))
+
+
+def _average_claim(game, summary, note) -> Claim:
+    rows = summary[summary.game == game]
+    wide = rows.pivot_table(index=["entropy", "seed"], columns="algorithm",
+                            values="average_nash_conv")
+    means = {a: float(wide[a].mean()) for a in (NEURD, SPG)}
+    lower = int(np.sum(wide[NEURD] < wide[SPG]))
+    return Claim(
+        FIGURE, f"{game}: NeuRD's average NashConv over all iterations is lower",
+        "'NeuRD consistently has lower average NashConv'",
+        note + f"average NashConv over every entropy level and seed: NeuRD {fmt(means[NEURD])}, "
+        f"SPG {fmt(means[SPG])}; NeuRD lower in {lower} of {len(wide)} (entropy, seed) pairs",
+        "mean over runs lower for NeuRD, and lower in most pairs",
+        verdict(means[NEURD] < means[SPG] and lower > len(wide) / 2))
+
+
+def _sensitivity_claim(game, summary, note) -> Claim:
+    rows = summary[summary.game == game]
+    by_level = rows.groupby(["algorithm", "entropy"]).average_nash_conv.mean()
+    spread = {a: float(by_level.loc[a].max() - by_level.loc[a].min()) for a in (NEURD, SPG)}
+    return Claim(
+        FIGURE, f"{game}: NeuRD is less sensitive to the entropy level",
+        "'NeuRD ... is less sensitive to the entropy regularization level, in contrast to PG'",
+        note + f"spread (max - min over {rows.entropy.nunique()} levels) of the mean average "
+        f"NashConv: NeuRD {fmt(spread[NEURD])}, SPG {fmt(spread[SPG])}",
+        "NeuRD's spread below SPG's", verdict(spread[NEURD] < spread[SPG]))
+
+
+def _grid_claim(game, summary, best, note) -> Claim:
+    levels = sorted(summary[summary.game == game].entropy.unique())
+    inside = {a: levels[0] < e < levels[-1] for a, e in best.items()}
+    return Claim(
+        FIGURE, f"{game}: the entropy grid brackets each algorithm's best level",
+        "the paper sweeps entropy levels and shows the best per algorithm (levels not stated)",
+        note + f"grid {[fmt(x) for x in levels]}; best by final NashConv: "
+        + ", ".join(f"{style.LABELS[a]} {fmt(e)}" for a, e in best.items()),
+        "every algorithm's best level lies strictly inside the grid",
+        verdict(all(inside.values())))
+
+
+def _exact_critic_claim(game, diagnostics, note) -> Claim | None:
+    rows = diagnostics[diagnostics.game == game]
+    if "exact" not in set(rows.critic):
+        return None
+    last = rows[rows.iteration == rows.iteration.max()]
+    last = last[last.phase == last.phase.max()]
+    final = last.groupby(["critic", "algorithm"]).nash_conv.mean()
+    rmse = last[last.critic == "learned"].groupby("algorithm").critic_rmse.mean()
+    exact = {a: float(final.loc[("exact", a)]) for a in (NEURD, SPG)}
+    learned = {a: float(final.loc[("learned", a)]) for a in (NEURD, SPG)}
+    return Claim(
+        FIGURE, f"{game}: with the exact q in the critic's place, NeuRD ends below SPG",
+        "not in the paper: separates the learner's effect from the critic's lag",
+        note + "final NashConv, mean over seeds and entropy levels: exact critic NeuRD "
+        f"{fmt(exact[NEURD])}, SPG {fmt(exact[SPG])}; learned critic NeuRD "
+        f"{fmt(learned[NEURD])}, SPG {fmt(learned[SPG])}; learned critic's final RMS error "
+        f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}",
+        "exact-critic NeuRD's mean final NashConv below exact-critic SPG's",
+        verdict(exact[NEURD] < exact[SPG]))
+
+
+def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:
+    rows = []
+    for game in _games(summary):
+        note, _ = scale_note(nashconv, game)
+        best = best_entropies(summary, game)
+        rows += [
+            _faster_claim(game, nashconv, ci, best, cfg, note),
+            _final_claim(game, summary, best, note),
+            _average_claim(game, summary, note),
+            _sensitivity_claim(game, summary, note),
+            _grid_claim(game, summary, best, note),
+        ]
+        exact = _exact_critic_claim(game, diagnostics, note)
+        if exact is not None:
+            rows.append(exact)
+    return rows
+
+
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
+    """Figure and claims from the tables named in :data:`INPUTS`."""
+    nashconv, ci, summary = tables["nashconv"], tables["ci"], tables["summary"]
+    return (plot(nashconv, ci, summary, cfg),
+            claims(nashconv, ci, summary, tables["diagnostics"], cfg))

@@ -1,0 +1,11 @@
+"""Neural NeuRD and SPG (paper Section 5, Fig 6, Algorithm 1), on the compiled game.
+
+* :mod:`~neurd.neural.networks`: the policy and critic MLPs (flax);
+* :mod:`~neurd.neural.sampler`: whole episodes sampled on the compiled game's
+  history arrays, with the entropy-regularised returns;
+* :mod:`~neurd.neural.losses`: the all-actions NeuRD and SPG policy losses (one
+  line apart), NeuRD's logit threshold, the critic's regression loss;
+* :mod:`~neurd.neural.train`: the learning loop of every (algorithm, entropy
+  level, seed) configuration of a game as one jitted program, in float32, with
+  the exact NashConv of the current network policy at checkpoints (float64).
+"""

@@ -1,0 +1,238 @@
+"""One job of Fig 6: every configuration of one game for a chunk of run seeds.
+
+:func:`run` drives the jitted learning program (:mod:`neurd.neural.train`) one
+checkpoint segment at a time.  At every checkpoint it measures, exactly and in
+float64, each configuration's **current** policy (the network evaluated on
+every information state, renormalised in float64): its NashConv in the game
+active in that phase (the payoff negated in even phases) by the sequence-form
+engine, and the reach-weighted RMS error of its critic against the exact
+regularised continuation values of that policy.  It logs progress between
+segments, keeps the policy of every configuration at the end of each phase,
+and can checkpoint its whole state to a ``.npz`` (no pickles) so that a killed
+job resumes where it stopped and writes identical tables.
+
+Checkpoints: per phase, the phase's first iteration, ``geometric`` points
+spaced geometrically from one policy update on (resolving the start of the
+phase) and ``linear`` points spaced evenly up to the phase's last iteration
+(which is always one), all multiples of the critic updates per policy update.
+A phase boundary appears twice: as the last iteration of one phase, measured
+in that phase's game, and as the first of the next, in the next one's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from neurd.games import CompiledGame
+from neurd.neural import train
+from neurd.precision import float64
+from neurd.progress import Progress
+from neurd.tables import atomic_path
+from neurd.tabular.evaluation import nash_conv
+from neurd.tabular.histories import action_values, history_tree, infostate_reach
+from neurd.tabular.sequence_form import sequence_form
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = "neurd-neural-checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a job runs: a game, the learning spec, entropy levels, run seeds, the schedule."""
+
+    game: str
+    spec: train.Spec
+    entropies: tuple[float, ...]
+    run_seeds: tuple[int, ...]
+    seed: int
+    phase_iterations: int
+    phases: int
+    geometric: int
+    linear: int
+
+    @property
+    def configurations(self) -> list[tuple[str, float, int]]:
+        """(algorithm, entropy, run seed) in the order of the result arrays' columns."""
+        return [(a, self.entropies[e], s) for a in self.spec.algorithms
+                for s in self.run_seeds for e in range(len(self.entropies))]
+
+
+def checkpoint_grid(phase_iterations: int, phases: int, geometric: int, linear: int,
+                    multiple: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(iteration [K], phase [K])`` of every checkpoint, in order (see the module docstring)."""
+    if phase_iterations % multiple:
+        raise ValueError(f"phase_iterations ({phase_iterations}) must be a multiple of the "
+                         f"critic updates per policy update ({multiple})")
+    offsets = np.concatenate([
+        [0], np.geomspace(multiple, phase_iterations, geometric) if geometric else [],
+        np.linspace(0, phase_iterations, linear + 1)[1:]])
+    offsets = np.unique(np.round(offsets / multiple).astype(np.int64) * multiple)
+    iterations = np.concatenate([p * phase_iterations + offsets for p in range(phases)])
+    phase = np.repeat(np.arange(1, phases + 1), len(offsets))
+    return iterations.astype(np.int64), phase.astype(np.int64)
+
+
+@float64
+def _exact_setup(compiled: CompiledGame):
+    return sequence_form(compiled), history_tree(compiled)
+
+
+@jax.jit
+def _measure(form, tree, tables, critics, etas, sign):
+    """NashConv ``[C]`` and critic RMS error ``[C]`` of float64 policies ``[C, I, A]``."""
+    legal = tree.legal
+    signed = dataclasses.replace(form, terminal_payoff=sign * form.terminal_payoff)
+
+    def one(policy, critic, eta):
+        value = nash_conv(signed, policy)
+        continuation = action_values(tree, policy, eta, sign)[1]
+        weight = infostate_reach(tree, policy)
+        count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
+        error = jnp.sum(jnp.where(legal, jnp.square(critic - continuation), 0.0), -1) / count
+        return value, jnp.sqrt(jnp.sum(weight * error) / jnp.sum(weight))
+
+    return jax.vmap(one)(tables, critics, etas)
+
+
+def exact_policies(tables: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """The network's float32 policy tables in float64, renormalised over the legal actions."""
+    policy = np.where(legal, np.asarray(tables, dtype=np.float64), 0.0)
+    return policy / policy.sum(axis=-1, keepdims=True)
+
+
+def _stack(states: dict, algorithms) -> np.ndarray:
+    return np.concatenate([np.asarray(states[a]) for a in algorithms])
+
+
+class _Checkpoint:
+    """Save and restore the whole job state (flattened leaves, results so far) as ``.npz``."""
+
+    def __init__(self, path, identity: dict):
+        self.path, self.identity = path, identity
+
+    def save(self, states: dict, next_row: int, results: dict) -> None:
+        leaves = jax.tree_util.tree_leaves(states)
+        arrays = {f"leaf_{i}": np.asarray(x) for i, x in enumerate(leaves)}
+        arrays.update({f"result_{k}": v for k, v in results.items()})
+        meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+                "identity": self.identity, "next_row": next_row}
+        arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
+        with atomic_path(self.path) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, **arrays)
+
+    def restore(self, states: dict):
+        """``(states, next_row, results)`` from the file, or ``None`` if there is none to use."""
+        if self.path is None or not os.path.exists(self.path):
+            return None
+        with np.load(self.path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            if (meta.get("format"), meta.get("version"), meta.get("identity")) != (
+                    CHECKPOINT_FORMAT, CHECKPOINT_VERSION, self.identity):
+                log.warning("ignoring checkpoint %s: it belongs to another run", self.path)
+                return None
+            leaves, treedef = jax.tree_util.tree_flatten(states)
+            restored = [jnp.asarray(data[f"leaf_{i}"], dtype=x.dtype)
+                        for i, x in enumerate(leaves)]
+            results = {k[len("result_"):]: data[k] for k in data.files if k.startswith("result_")}
+        log.info("resuming from checkpoint %s at checkpoint row %d", self.path, meta["next_row"])
+        return jax.tree_util.tree_unflatten(treedef, restored), int(meta["next_row"]), results
+
+    def remove(self) -> None:
+        if self.path is not None and os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_seconds=300.0,
+        identity: dict | None = None) -> dict:
+    """Run every configuration of ``plan``; return the result arrays (see :func:`results`).
+
+    ``checkpoint_path``: where the job state is saved every ``checkpoint_seconds``
+    of wall time (and resumed from if it exists and belongs to the same
+    ``identity``); removed when the job finishes.
+    """
+    spec = plan.spec
+    game = train.neural_game(compiled)
+    form, tree64 = _exact_setup(compiled)
+    iterations, phases = checkpoint_grid(plan.phase_iterations, plan.phases, plan.geometric,
+                                         plan.linear, spec.critic_updates)
+    entropies = np.asarray(plan.entropies, dtype=np.float32)
+    per_seed = len(plan.entropies)
+    run_seeds = np.repeat(plan.run_seeds, per_seed)
+    entropy_index = np.tile(np.arange(per_seed), len(plan.run_seeds))
+    keys = {a: train.configuration_keys(plan.seed, plan.game, i, entropy_index, run_seeds)
+            for i, a in enumerate(spec.algorithms)}
+    etas = {a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms}
+    states = {a: train.initial_states(spec, game, plan.seed, plan.game, plan.run_seeds,
+                                      per_seed) for a in spec.algorithms}
+    configs = len(plan.configurations)
+    results = {
+        "nash_conv": np.full((len(iterations), configs), np.nan),
+        "critic_rmse": np.full((len(iterations), configs), np.nan),
+        "blocked": np.full((len(iterations), configs), np.nan),
+        "critic_loss": np.full((len(iterations), configs), np.nan),
+        "policies": np.zeros((plan.phases, configs, compiled.num_infostates,
+                              compiled.num_actions)),
+    }
+    saver = _Checkpoint(checkpoint_path, identity or {})
+    restored = saver.restore(states)
+    first_row = 0
+    if restored is not None:
+        states, first_row, results = restored
+    eta_all = np.concatenate([np.asarray(etas[a]) for a in spec.algorithms]).astype(np.float64)
+    legal = compiled.infostate_legal
+    progress = Progress(f"neural {plan.game}: {configs} configurations", iterations[-1])
+    last_save = time.monotonic()
+    done = int(iterations[first_row - 1]) if first_row else 0
+    for row in range(first_row, len(iterations)):
+        target, phase = int(iterations[row]), int(phases[row])
+        sign = 1.0 if phase % 2 == 1 else -1.0
+        if target > done:
+            cycles = (target - done) // spec.critic_updates
+            states = train.run_segment(spec, game, states, keys, etas,
+                                       done // spec.critic_updates, cycles, np.float32(sign))
+            done = target
+        tables = exact_policies(_stack({a: s.table for a, s in states.items()},
+                                       spec.algorithms), legal)
+        critics = _stack(train.critic_tables(spec, game, states), spec.algorithms)
+        with float64():
+            value, rmse = _measure(form, tree64, jnp.asarray(tables),
+                                   jnp.asarray(critics, dtype=jnp.float64),
+                                   jnp.asarray(eta_all), sign)
+        results["nash_conv"][row] = np.asarray(value)
+        results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
+        updates = np.maximum(_stack({a: s.updates for a, s in states.items()},
+                                    spec.algorithms), 1)
+        if target > 0:
+            results["blocked"][row] = _stack({a: s.blocked for a, s in states.items()},
+                                             spec.algorithms) / updates
+            results["critic_loss"][row] = _stack({a: s.critic_loss for a, s in states.items()},
+                                                 spec.algorithms) / (updates * spec.critic_updates)
+        if target == phase * plan.phase_iterations:
+            results["policies"][phase - 1] = tables
+        if not np.all(np.isfinite(results["nash_conv"][row])):
+            bad = int(np.flatnonzero(~np.isfinite(results["nash_conv"][row]))[0])
+            raise FloatingPointError(f"NashConv is not finite at iteration {target} for "
+                                     f"configuration {plan.configurations[bad]}")
+        progress.update(target, f"phase {phase}, NashConv " + "; ".join(
+            f"{a} {np.nanmin(v):.3g}..{np.nanmax(v):.3g}"
+            for a, v in zip(spec.algorithms, np.split(results["nash_conv"][row],
+                                                      len(spec.algorithms)))))
+        if (checkpoint_path is not None and row < len(iterations) - 1
+                and time.monotonic() - last_save >= checkpoint_seconds):
+            saver.save(states, row + 1, results)
+            last_save = time.monotonic()
+    saver.remove()
+    results["iteration"], results["phase"] = iterations, phases
+    return results
+

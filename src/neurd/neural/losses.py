@@ -1,0 +1,97 @@
+"""The all-actions policy losses of NeuRD and SPG, NeuRD's threshold, the critic's loss.
+
+Algorithm 1 moves the policy parameters by, at every visited information
+state ``x`` and for every legal action ``a``, the advantage
+``A(x, a) = q(x, a) - v(x)``, ``v(x) = sum_a pi(a|x) q(x, a)``, times a
+gradient.  The two learners differ in one line, as in :mod:`neurd.learners`:
+
+====================  ===============================  ==========================
+learner               loss (gradient descent on it)     parameter step
+====================  ===============================  ==========================
+NeuRD                 ``-sum_a y(x, a) A(x, a)``        ``eta sum_a grad y A``
+SPG (all actions)     ``-sum_a pi(a|x) A(x, a)``        ``eta sum_a grad pi A``
+====================  ===============================  ==========================
+
+with ``A`` a constant (``stop_gradient``).  Losses sum over the legal actions
+and average over each player's valid steps (``weights``), then add the two
+players: the learning rates mean a step per average visited state.
+
+NeuRD's logits are not bounded by the softmax, so NeuRD is **thresholded**
+(the paper's Remark; OpenSpiel's ``thresholded``; R-NaD's
+``apply_force_with_threshold``): a logit, centred over the legal actions,
+at or beyond ``+beta`` is not pushed further up and one at or beyond
+``-beta`` not further down; it may always move back.
+
+Shapes: ``logits``, ``q``, ``legal``: ``[N, A]``; ``weights``: ``[N]``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from neurd.names import NEURD, SPG
+from neurd.neural.networks import masked_policy
+
+
+def advantages(logits: jax.Array, q: jax.Array, legal: jax.Array) -> jax.Array:
+    """``A = q - sum_a pi q`` on the legal actions (0 elsewhere), a constant."""
+    pi = masked_policy(jax.lax.stop_gradient(logits), legal)
+    q = jnp.where(legal, jax.lax.stop_gradient(q), 0.0)
+    return jnp.where(legal, q - jnp.sum(pi * q, axis=-1, keepdims=True), 0.0)
+
+
+def centred(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """Logits minus their mean over the legal actions."""
+    count = jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
+    mean = jnp.sum(jnp.where(legal, logits, 0.0), axis=-1, keepdims=True) / count
+    return logits - mean
+
+
+def threshold_mask(logits: jax.Array, advantage: jax.Array, legal: jax.Array, beta: float
+                   ) -> jax.Array:
+    """Where NeuRD may push: ``False`` for a centred logit at ``>= beta`` with ``A > 0``,
+    or at ``<= -beta`` with ``A < 0``."""
+    y = centred(jax.lax.stop_gradient(logits), legal)
+    blocked = ((y >= beta) & (advantage > 0)) | ((y <= -beta) & (advantage < 0))
+    return legal & ~blocked
+
+
+def neurd_loss(logits, q, legal, weights, beta: float):
+    """NeuRD: ``-sum_x w(x) sum_a y(x, a) A(x, a)``, thresholded; also the share blocked."""
+    advantage = advantages(logits, q, legal)
+    allowed = threshold_mask(logits, advantage, legal, beta)
+    per_state = -jnp.sum(jnp.where(allowed, logits * advantage, 0.0), axis=-1)
+    pushed = legal & (advantage != 0)
+    blocked = jnp.sum(weights[:, None] * (pushed & ~allowed)) / jnp.maximum(
+        jnp.sum(weights[:, None] * pushed), 1e-30)
+    return jnp.sum(weights * per_state), blocked
+
+
+def spg_loss(logits, q, legal, weights, beta: float):
+    """SPG: ``-sum_x w(x) sum_a pi(a|x) A(x, a)`` (``beta`` unused; nothing is blocked)."""
+    del beta
+    advantage = advantages(logits, q, legal)
+    per_state = -jnp.sum(masked_policy(logits, legal) * advantage, axis=-1)  # the one line
+    return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
+
+
+POLICY_LOSSES = {NEURD: neurd_loss, SPG: spg_loss}
+
+
+def player_weights(counts: jax.Array, players: jax.Array) -> jax.Array:
+    """``[I]``: visit counts divided by the visits of the state's player (0 if none)."""
+    totals = jnp.stack([jnp.sum(jnp.where(players == p, counts, 0.0)) for p in (0, 1)])
+    total = totals[jnp.clip(players, 0, 1)]
+    return jnp.where(total > 0, counts / jnp.where(total > 0, total, 1.0), 0.0)
+
+
+def critic_loss(values: jax.Array, targets: jax.Array, players: jax.Array, valid: jax.Array
+                ) -> jax.Array:
+    """``sum_p mean_{valid steps of p} (Q(x, a) - target)^2 / 2``, shapes ``[M]``."""
+    error = 0.5 * jnp.square(values - jax.lax.stop_gradient(targets))
+    total = jnp.zeros((), values.dtype)
+    for p in (0, 1):
+        mine = valid & (players == p)
+        total += jnp.sum(jnp.where(mine, error, 0.0)) / jnp.maximum(jnp.sum(mine), 1)
+    return total

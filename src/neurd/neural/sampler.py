@@ -1,0 +1,95 @@
+"""Whole episodes sampled on the compiled game, in JAX, with the regularised returns.
+
+An episode starts at the root history and takes one step per depth level
+(``lax.scan`` over the game's depth; ``vmap`` over episodes): chance picks a
+child by its probabilities, a player picks an action from the policy table
+``[I, A]`` (the network evaluated once on every information state) at its
+information state, and a terminal history stays put.  One uniform number per
+step picks the child by inverting the cumulative probabilities.
+
+Per step the episode keeps the information state, player, action, whether
+the step is a decision (``valid``), the acting player's own regularisation
+term ``-eta log(pi(a|x)/mu(a|x))`` (``mu`` uniform over the legal actions,
+Perolat et al. 2020), the acting player's **return** from that step on
+(``sign`` times the terminal payoff plus every regularisation reward from the
+step on: the player's own terms count ``+``, the opponent's ``-``, so the game
+stays zero-sum) and the **continuation**, the return after the step's own
+term (what the critic regresses on).
+
+Shapes: ``N`` episodes, ``D`` the game's depth (steps, decisions or not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+from neurd.games import TERMINAL
+from neurd.tabular.histories import HistoryTree
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Episodes:
+    """``N`` sampled episodes, ``[N, D]`` per step unless stated."""
+
+    infostate: jax.Array  # int32: information state of the step (0 where not a decision)
+    player: jax.Array  # int32: 0, 1, chance (-1) or terminal (-2)
+    action: jax.Array  # int32: action (or chance outcome) taken
+    valid: jax.Array  # bool: a player acted
+    own_term: jax.Array  # float: -eta log(pi(a|x)/mu(a|x)) of the acting player, 0 elsewhere
+    returns: jax.Array  # float: the acting player's regularised return from the step on
+    continuation: jax.Array  # float: returns - own_term
+    terminal: jax.Array  # int32 [N]: the terminal history reached
+    value: jax.Array  # float [N]: player 0's regularised return of the whole episode
+
+
+def sample(tree: HistoryTree, policy: jax.Array, key: jax.Array, num: int, eta=0.0,
+           sign=1.0) -> Episodes:
+    """``num`` episodes under the policy table ``policy [I, A]`` (rows sum to 1 on legal)."""
+    width = tree.children.shape[1]
+    actions = policy.shape[-1]
+    uniforms = jax.random.uniform(key, (tree.depth, num), dtype=policy.dtype)
+
+    def step(history, uniform):
+        player = tree.player[history]
+        infostate = tree.infostate[history]
+        decision = player >= 0
+        children = tree.children[history]  # [N, B]
+        by_policy = jnp.pad(policy[infostate], ((0, 0), (0, width - actions)))
+        by_chance = jnp.where(tree.child_valid[history], tree.chance_probability[children], 0.0)
+        probabilities = jnp.where(decision[:, None], by_policy, by_chance.astype(policy.dtype))
+        cumulative = jnp.cumsum(probabilities, axis=-1)
+        threshold = uniform * cumulative[:, -1]
+        choice = jnp.sum(cumulative <= threshold[:, None], axis=-1)
+        choice = jnp.minimum(choice, width - 1)
+        taken = jnp.take_along_axis(probabilities, choice[:, None], axis=-1)[:, 0]
+        ratio = taken * tree.num_legal[infostate].astype(policy.dtype)
+        own = jnp.where(decision, -eta * jnp.log(jnp.where(decision, ratio, 1.0)), 0.0)
+        following = jnp.where(player == TERMINAL, history,
+                              jnp.take_along_axis(children, choice[:, None], axis=-1)[:, 0])
+        record = (jnp.where(decision, infostate, 0), player, choice, decision, own)
+        return following, record
+
+    start = jnp.zeros((num,), jnp.int32)
+    terminal, (infostate, player, action, valid, own) = jax.lax.scan(step, start, uniforms)
+    infostate, player, action, valid, own = (x.T for x in (infostate, player, action, valid, own))
+    payoff = (sign * tree.terminal_return[terminal]).astype(own.dtype)
+    # Player 0's reward on each step, and everything player 0 receives from the step on.
+    reward0 = jnp.where(player == 0, own, -own)
+    from_step = payoff[:, None] + jnp.cumsum(reward0[:, ::-1], axis=1)[:, ::-1]
+    returns = jnp.where(player == 1, -from_step, from_step)
+    returns = jnp.where(valid, returns, 0.0)
+    return Episodes(
+        infostate=infostate, player=player, action=action, valid=valid, own_term=own,
+        returns=returns, continuation=jnp.where(valid, returns - own, 0.0), terminal=terminal,
+        value=from_step[:, 0],
+    )
+
+
+def visit_counts(episodes: Episodes, num_infostates: int) -> jax.Array:
+    """``[I]``: how many steps of the episodes were taken at each information state."""
+    return jax.ops.segment_sum(episodes.valid.astype(jnp.float32).ravel(),
+                               episodes.infostate.ravel(), num_segments=num_infostates)

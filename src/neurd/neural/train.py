@@ -1,0 +1,249 @@
+"""Neural NeuRD vs SPG (Algorithm 1, Fig 6): every configuration of a game in one jitted program.
+
+A **configuration** is (algorithm, entropy level, seed).  Its learning loop,
+readable top to bottom in :func:`cycle`:
+
+1. ``critic_updates`` times (a *learning iteration* each): sample
+   ``critic_batch`` episodes with the current policy table, and take one
+   optimiser step of the critic ``Q(x, a)`` on the regression of the taken
+   action's value on the sampled continuation (Monte-Carlo targets);
+2. sample ``policy_batch`` fresh episodes; count the visits of each
+   information state; take one optimiser step of the policy on the
+   all-actions loss of its algorithm (:mod:`neurd.neural.losses`) at every
+   information state at once, weighted by the visits (the same gradient as
+   summing over the sampled steps, in one pass over at most a few thousand
+   rows), with ``q(x, a) = Q(x, a) - eta log(pi(a|x)/mu(a|x))``: the critic's
+   continuation plus the acting player's own regularisation term, added for
+   every legal action; or, with ``critic = "exact"``, the exact regularised
+   ``q`` of the current policy (:mod:`neurd.tabular.histories`);
+3. evaluate the policy network on every information state: the policy table
+   the next cycle samples from.
+
+:func:`run_segment` runs ``n`` cycles of every configuration: a
+``lax.fori_loop`` over cycles of a ``vmap`` over the configurations of each
+algorithm, in float32.  Random numbers derive from (seed, configuration,
+cycle) (:mod:`neurd.streams`), and initial weights from (seed, run seed)
+only, so NeuRD and SPG at every entropy level start from the same networks,
+and splitting the seeds between jobs changes no number.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from neurd import streams
+from neurd.games import CompiledGame
+from neurd.names import LEARNERS
+from neurd.neural import losses, sampler
+from neurd.neural.networks import MLP, masked_policy
+from neurd.tabular.histories import HistoryTree, action_values, history_tree
+
+OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
+CRITICS = ("learned", "exact")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Every hyperparameter of the learning loop (static: one compiled program per spec)."""
+
+    algorithms: tuple[str, ...] = LEARNERS
+    hidden: tuple[int, ...] = (128,)
+    critic_batch: int = 4
+    policy_batch: int = 256
+    critic_updates: int = 4  # learning iterations (critic updates) per policy update
+    policy_learning_rate: float = 0.002
+    critic_learning_rate: float = 0.01
+    optimizer: str = "sgd"
+    beta: float = 2.0  # NeuRD's logit threshold
+    critic: str = "learned"
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class NeuralGame:
+    """The arrays of a game the learner needs (float32): histories, tensors, players."""
+
+    tree: HistoryTree
+    tensors: jax.Array  # float32 [I, T]
+    infostate_player: jax.Array  # int32 [I]
+    num_actions: int = field(metadata=dict(static=True))
+
+
+def neural_game(game: CompiledGame) -> NeuralGame:
+    return NeuralGame(
+        tree=history_tree(game, jnp.float32),
+        tensors=jnp.asarray(game.infostate_tensor, dtype=jnp.float32),
+        infostate_player=jnp.asarray(game.infostate_player, dtype=jnp.int32),
+        num_actions=game.num_actions,
+    )
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class RunState:
+    """One configuration's learner: networks, optimiser states, policy table, segment metrics."""
+
+    policy: dict
+    critic: dict
+    policy_opt: tuple
+    critic_opt: tuple
+    table: jax.Array  # [I, A] current policy
+    blocked: jax.Array  # summed share of NeuRD pushes the threshold blocked, this segment
+    critic_loss: jax.Array  # summed critic loss, this segment
+    updates: jax.Array  # policy updates this segment
+
+
+def _networks(spec: Spec, game: NeuralGame) -> tuple[MLP, MLP]:
+    return (MLP(spec.hidden, game.num_actions), MLP(spec.hidden, game.num_actions))
+
+
+def _optimizers(spec: Spec):
+    make = OPTIMIZERS[spec.optimizer]
+    return make(spec.policy_learning_rate), make(spec.critic_learning_rate)
+
+
+def init_weights(spec: Spec, game: NeuralGame, key: jax.Array) -> tuple[dict, dict]:
+    """Policy and critic weights drawn from ``key`` (one run seed)."""
+    policy_net, critic_net = _networks(spec, game)
+    policy_key, critic_key = jax.random.split(key)
+    x = game.tensors[:1]
+    return policy_net.init(policy_key, x)["params"], critic_net.init(critic_key, x)["params"]
+
+
+def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunState:
+    policy_net, _ = _networks(spec, game)
+    policy_opt, critic_opt = _optimizers(spec)
+    zero = jnp.zeros((), jnp.float32)
+    return RunState(
+        policy=policy, critic=critic, policy_opt=policy_opt.init(policy),
+        critic_opt=critic_opt.init(critic),
+        table=masked_policy(policy_net.apply({"params": policy}, game.tensors), game.tree.legal),
+        blocked=zero, critic_loss=zero, updates=zero)
+
+
+def own_terms(table: jax.Array, num_legal: jax.Array, legal: jax.Array, eta) -> jax.Array:
+    """``[I, A]``: ``-eta log(pi(a|x)/mu(a|x))`` at every legal action (``pi`` floored at 1e-30)."""
+    ratio = jnp.maximum(table * num_legal[:, None], 1e-30)
+    return jnp.where(legal, -eta * jnp.log(ratio), 0.0)
+
+
+def cycle(spec: Spec, algorithm: str, game: NeuralGame, state: RunState, key: jax.Array,
+          eta, sign) -> RunState:
+    """``critic_updates`` critic steps, then one policy step (see the module docstring)."""
+    policy_net, critic_net = _networks(spec, game)
+    policy_opt, critic_opt = _optimizers(spec)
+    tree, tensors = game.tree, game.tensors
+    keys = jax.random.split(key, spec.critic_updates + 1)
+
+    # 1. policy evaluation: the critic regresses Q(x, a) on sampled continuations
+    critic, critic_state, critic_loss = state.critic, state.critic_opt, state.critic_loss
+    for j in range(spec.critic_updates):
+        episodes = sampler.sample(tree, state.table, keys[j], spec.critic_batch, eta, sign)
+        inputs = tensors[episodes.infostate.ravel()]
+
+        def loss(params, episodes=episodes, inputs=inputs):
+            values = critic_net.apply({"params": params}, inputs)
+            taken = jnp.take_along_axis(values, episodes.action.reshape(-1, 1), axis=-1)[:, 0]
+            return losses.critic_loss(taken, episodes.continuation.ravel(),
+                                      episodes.player.ravel(), episodes.valid.ravel())
+
+        value, grads = jax.value_and_grad(loss)(critic)
+        updates, critic_state = critic_opt.update(grads, critic_state, critic)
+        critic = optax.apply_updates(critic, updates)
+        critic_loss = critic_loss + value
+
+    # 2. policy improvement at every visited information state, weighted by its visits
+    episodes = sampler.sample(tree, state.table, keys[-1], spec.policy_batch, eta, sign)
+    weights = losses.player_weights(sampler.visit_counts(episodes, tree.num_infostates),
+                                    game.infostate_player)
+    if spec.critic == "exact":
+        q = action_values(tree, state.table, eta, sign)[0]
+    else:
+        q = critic_net.apply({"params": critic}, tensors) + own_terms(
+            state.table, tree.num_legal, tree.legal, eta)
+
+    def policy_loss(params):
+        logits = policy_net.apply({"params": params}, tensors)
+        return losses.POLICY_LOSSES[algorithm](logits, q, tree.legal, weights, spec.beta)
+
+    (_, blocked), grads = jax.value_and_grad(policy_loss, has_aux=True)(state.policy)
+    updates, policy_state = policy_opt.update(grads, state.policy_opt, state.policy)
+    policy = optax.apply_updates(state.policy, updates)
+
+    # 3. the policy table the next cycle samples from
+    table = masked_policy(policy_net.apply({"params": policy}, tensors), tree.legal)
+    return RunState(policy=policy, critic=critic, policy_opt=policy_state,
+                    critic_opt=critic_state, table=table, blocked=state.blocked + blocked,
+                    critic_loss=critic_loss, updates=state.updates + 1)
+
+
+@partial(jax.jit, static_argnames=("spec",))
+def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: dict,
+                first_cycle, num_cycles, sign) -> dict:
+    """``num_cycles`` cycles of every configuration (``{algorithm: batched RunState}``).
+
+    ``keys[algorithm]`` ``[N, 2]`` and ``etas[algorithm]`` ``[N]`` are per
+    configuration; cycle ``c`` draws from ``fold_in(key, c)``, so a run split
+    into segments draws what it would in one.  Segment metrics restart at 0.
+    """
+    zero = jnp.zeros((), jnp.float32)
+
+    def fresh(state):
+        return RunState(state.policy, state.critic, state.policy_opt, state.critic_opt,
+                        state.table, zero * state.blocked, zero * state.critic_loss,
+                        zero * state.updates)
+
+    def one(algorithm, state, key, eta, c):
+        return cycle(spec, algorithm, game, state, jax.random.fold_in(key, c), eta, sign)
+
+    def body(i, states):
+        c = first_cycle + i
+        return {a: jax.vmap(partial(one, a), in_axes=(0, 0, 0, None))(states[a], keys[a],
+                                                                       etas[a], c)
+                for a in spec.algorithms}
+
+    states = {a: fresh(s) for a, s in states.items()}
+    return jax.lax.fori_loop(0, num_cycles, body, states)
+
+
+@partial(jax.jit, static_argnames=("spec",))
+def critic_tables(spec: Spec, game: NeuralGame, states: dict) -> dict:
+    """``{algorithm: [N, I, A]}``: every configuration's critic on every information state."""
+    _, critic_net = _networks(spec, game)
+    return {a: jax.vmap(lambda c: critic_net.apply({"params": c}, game.tensors))(s.critic)
+            for a, s in states.items()}
+
+
+def game_stream_index(game: str) -> int:
+    """A stable number for a game's short name, folded into its random streams."""
+    return zlib.crc32(game.encode()) & 0x7FFFFFFF
+
+
+def configuration_keys(seed: int, game: str, algorithm_index: int, entropy_indices,
+                       run_seeds) -> jax.Array:
+    """``[N, 2]`` training keys of configurations (algorithm, entropy level, run seed)."""
+    gid = game_stream_index(game)
+    return jnp.stack([streams.key(seed, "neural.train", gid, int(s), algorithm_index, int(e))
+                      for e, s in zip(entropy_indices, run_seeds)])
+
+
+def initial_states(spec: Spec, game: NeuralGame, seed: int, game_name: str, run_seeds,
+                   count_per_seed: int) -> RunState:
+    """Batched initial states: each run seed's weights, repeated ``count_per_seed`` times."""
+    gid = game_stream_index(game_name)
+    weights = [init_weights(spec, game, streams.key(seed, "neural.init", gid, int(s)))
+               for s in run_seeds]
+    states = [init_state(spec, game, p, c) for p, c in weights]
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
+    return jax.tree_util.tree_map(lambda x: jnp.repeat(x, count_per_seed, axis=0), stacked)
+
+
+def as_numpy(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)

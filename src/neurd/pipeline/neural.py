@@ -1,0 +1,361 @@
+"""Figure 6 data: neural NeuRD vs SPG with reward negation, in Kuhn, Leduc and Goofspiel.
+
+Per game of the config section ``neural``:
+
+* ``neural-game``: the game compiled once into ``results/neural/<game>/game.npz``;
+* ``neural-run``: one job -- every (algorithm, entropy level) for a chunk of run
+  seeds (``seeds_per_job``), as one jitted program (:mod:`neurd.neural.experiment`),
+  with the learned critic, or (for ``exact_critic_games``) the engine's exact
+  ``q`` in its place; writes the job's curves and end-of-phase policies;
+* ``neural-table``: the game's tables (columns below): ``nashconv``,
+  ``policies``, ``diagnostics``, ``summary`` (per run: final and average
+  NashConv) and ``nashconv_ci`` (bootstrap over seeds);
+* ``neural-combine``: every game's tables in one of each under ``results/neural/``,
+  the inputs of Fig 6.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from neurd import games
+from neurd.config import require
+from neurd.pipeline._stage import Figure, Stage
+from neurd.stats import bootstrap_mean_ci
+from neurd.tables import tidy, write_table
+
+log = logging.getLogger(__name__)
+
+LEARNED, EXACT = "learned", "exact"
+_RUN_DOCS = {
+    "game": "short name of the game (config neural.games; string in neural.game_strings)",
+    "algorithm": "'neurd': all-actions NeuRD (logits step along eta * A, thresholded at "
+                 "neural.beta); 'spg': all-actions softmax policy gradient (eta * pi * A)",
+    "entropy": "entropy regularisation strength eta of the reward transformation (Perolat "
+               "et al. 2020), uniform reference policy",
+    "seed": "run seed: initial weights shared by every algorithm and entropy level",
+}
+_POINT_DOCS = {
+    "iteration": "learning iterations done (critic updates; one policy update every "
+                 "neural.critic_updates_per_policy_update of them)",
+    "phase": "phase of the reward (1-based; the payoff is negated in even phases); a phase "
+             "boundary appears as the last iteration of one phase and the first of the next",
+}
+NASHCONV_COLUMNS = {
+    **_RUN_DOCS, **_POINT_DOCS,
+    "nash_conv": "exact NashConv of the current network policy in the phase's (unregularised) "
+                 "game, computed by the engine in float64",
+    "policy_updates": "policy updates done (iteration / critic updates per policy update)",
+    "trajectories": "episodes sampled so far (critic and policy batches)",
+}
+DIAGNOSTIC_COLUMNS = {
+    "game": _RUN_DOCS["game"],
+    "critic": "'learned': the Q-network; 'exact': the engine's exact regularised q of the "
+              "current policy in the critic's place (neural.exact_critic_games)",
+    **{k: v for k, v in _RUN_DOCS.items() if k != "game"}, **_POINT_DOCS,
+    "nash_conv": NASHCONV_COLUMNS["nash_conv"],
+    "critic_rmse": "reach-weighted RMS error of the critic against the exact regularised "
+                   "continuation values of the current policy (NaN for the exact critic)",
+    "threshold_blocked": "share of NeuRD's nonzero logit pushes (visit-weighted, legal "
+                         "actions) the threshold blocked, mean over the policy updates since "
+                         "the previous checkpoint (0 for SPG; NaN at iteration 0)",
+    "critic_loss": "mean critic regression loss over the critic updates since the previous "
+                   "checkpoint (NaN at iteration 0)",
+}
+POLICY_COLUMNS = {
+    **_RUN_DOCS, **_POINT_DOCS,
+    "infostate": "OpenSpiel's information-state string",
+    "action": "OpenSpiel action id (legal actions only)",
+    "probability": "probability of the action under the network policy, float64 as "
+                   "evaluated (the float32 network output renormalised over legal actions)",
+}
+SUMMARY_COLUMNS = {
+    **_RUN_DOCS,
+    "final_nash_conv": "mean NashConv over the last neural.final_checkpoints checkpoints",
+    "average_nash_conv": "area under the NashConv curve over all iterations divided by its "
+                         "length (trapezoids within each phase): Fig 6 (d-f)",
+}
+CI_COLUMNS = {
+    "game": _RUN_DOCS["game"], "algorithm": _RUN_DOCS["algorithm"],
+    "entropy": _RUN_DOCS["entropy"], **_POINT_DOCS,
+    "mean": "mean NashConv over seeds",
+    "ci_low": "lower end of the bootstrap confidence interval of the mean (over seeds)",
+    "ci_high": "upper end of the bootstrap confidence interval of the mean (over seeds)",
+    "uniform_nash_conv": "NashConv of the uniform policy in the phase's game (the audit's "
+                         "yardstick for 'converges faster')",
+}
+TABLES = {"nashconv": NASHCONV_COLUMNS, "policies": POLICY_COLUMNS,
+          "diagnostics": DIAGNOSTIC_COLUMNS, "summary": SUMMARY_COLUMNS,
+          "nashconv_ci": CI_COLUMNS}
+
+
+# --- config -------------------------------------------------------------------------------
+
+
+def check(cfg: Mapping) -> None:
+    """Cross-field checks of the ``neural`` section (the schema has checked each value)."""
+    game_names, strings = list(cfg["games"]), cfg["game_strings"]
+    missing = [g for g in game_names if g not in strings]
+    require(not missing, "neural.games",
+            f"{missing} have no entry in neural.game_strings {sorted(strings)}")
+    unknown = sorted(set(cfg.get("expected_infostates", {})) - set(strings))
+    require(not unknown, "neural.expected_infostates",
+            f"games {unknown} are not in neural.game_strings {sorted(strings)}")
+    extra = sorted(set(cfg["exact_critic_games"]) - set(game_names))
+    require(not extra, "neural.exact_critic_games", f"{extra} are not in neural.games")
+    ratio = cfg["critic_updates_per_policy_update"]
+    for game in game_names:
+        require(game in cfg["phase_iterations"], f"neural.phase_iterations.{game}",
+                "is missing: every game of neural.games needs its phase length")
+        require(cfg["phase_iterations"][game] % ratio == 0, f"neural.phase_iterations.{game}",
+                f"must be a multiple of neural.critic_updates_per_policy_update ({ratio}), "
+                f"got {cfg['phase_iterations'][game]}")
+    require(cfg["final_checkpoints"] <= cfg["checkpoints"]["linear"], "neural.final_checkpoints",
+            f"must not exceed neural.checkpoints.linear ({cfg['checkpoints']['linear']})")
+
+
+def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
+    """The run seeds ``0 .. seeds-1`` in chunks of ``seeds_per_job``: one job each."""
+    seeds, size = int(cfg["seeds"]), int(cfg["seeds_per_job"])
+    return [tuple(range(start, min(start + size, seeds))) for start in range(0, seeds, size)]
+
+
+def jobs(cfg: Mapping) -> list[tuple[str, str, int]]:
+    """Every job as (game, critic, chunk)."""
+    out = []
+    for game in cfg["games"]:
+        for critic in (LEARNED, EXACT) if game in cfg["exact_critic_games"] else (LEARNED,):
+            out += [(game, critic, k) for k in range(len(seed_chunks(cfg)))]
+    return out
+
+
+def spec(cfg: Mapping, critic: str):
+    from neurd.neural.train import Spec
+
+    return Spec(
+        algorithms=tuple(cfg["algorithms"]), hidden=tuple(cfg["hidden_sizes"]),
+        critic_batch=int(cfg["critic_batch"]), policy_batch=int(cfg["policy_batch"]),
+        critic_updates=int(cfg["critic_updates_per_policy_update"]),
+        policy_learning_rate=float(cfg["policy_learning_rate"]),
+        critic_learning_rate=float(cfg["critic_learning_rate"]),
+        optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic)
+
+
+def plan(cfg: Mapping, game: str, critic: str, chunk: int):
+    from neurd.neural.experiment import Plan
+
+    return Plan(game=game, spec=spec(cfg, critic), entropies=tuple(map(float, cfg["entropies"])),
+                run_seeds=seed_chunks(cfg)[chunk], seed=int(cfg["seed"]),
+                phase_iterations=int(cfg["phase_iterations"][game]), phases=int(cfg["phases"]),
+                geometric=int(cfg["checkpoints"]["geometric"]),
+                linear=int(cfg["checkpoints"]["linear"]))
+
+
+def job_runtime_minutes(cfg: Mapping, game: str) -> int:
+    """Wall time to ask a scheduler for one job: configurations x iterations / throughput."""
+    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_job"])
+    work = configs * int(cfg["phase_iterations"][game]) * int(cfg["phases"])
+    seconds = work / float(cfg["throughput"][game]) if game in cfg["throughput"] else 3600.0
+    return int(math.ceil(2.0 * seconds / 60.0)) + 10
+
+
+# --- tables -------------------------------------------------------------------------------
+
+
+def run_table(cfg: Mapping, game: str, critic: str, results: Mapping, configurations
+              ) -> pd.DataFrame:
+    """The job's curves: one row per (configuration, checkpoint)."""
+    algorithm, entropy, seed = (np.asarray(x) for x in zip(*configurations))
+    iterations = np.asarray(results["iteration"])
+    ratio = int(cfg["critic_updates_per_policy_update"])
+    updates = iterations // ratio
+    return tidy([{"iteration": iterations, "phase": np.asarray(results["phase"]),
+                  "policy_updates": updates,
+                  "trajectories": iterations * int(cfg["critic_batch"])
+                  + updates * int(cfg["policy_batch"])},
+                 {"algorithm": algorithm, "entropy": entropy.astype(float),
+                  "seed": seed.astype(np.int64)}],
+                {"nash_conv": results["nash_conv"], "critic_rmse": results["critic_rmse"],
+                 "threshold_blocked": results["blocked"], "critic_loss": results["critic_loss"]},
+                game=game, critic=critic)
+
+
+def policy_table(cfg: Mapping, game: str, compiled, results: Mapping, configurations
+                 ) -> pd.DataFrame:
+    """Every configuration's policy at the end of each phase, legal actions only."""
+    rows, cols = np.nonzero(compiled.infostate_legal)
+    algorithm, entropy, seed = (np.asarray(x) for x in zip(*configurations))
+    phases = np.arange(1, int(cfg["phases"]) + 1)
+    policies = np.asarray(results["policies"])[:, :, rows, cols]  # [P, C, legal pairs]
+    return tidy([{"phase": phases, "iteration": phases * int(cfg["phase_iterations"][game])},
+                 {"algorithm": algorithm, "entropy": entropy.astype(float),
+                  "seed": seed.astype(np.int64)},
+                 {"infostate": compiled.infostate_string[rows].astype(object),
+                  "action": cols.astype(np.int64)}],
+                {"probability": policies}, game=game)[list(POLICY_COLUMNS)]
+
+
+def average_nash_conv(iteration: np.ndarray, phase: np.ndarray, nash_conv: np.ndarray) -> float:
+    """Area under the curve over all iterations / its length, trapezoids within each phase."""
+    area = sum(np.trapezoid(nash_conv[phase == p], iteration[phase == p])
+               for p in np.unique(phase))
+    return float(area / (iteration.max() - iteration.min()))
+
+
+def summary_table(cfg: Mapping, nashconv: pd.DataFrame) -> pd.DataFrame:
+    """Per run: final NashConv (mean of the last checkpoints) and average NashConv."""
+    last = int(cfg["final_checkpoints"])
+    rows = []
+    for key, run in nashconv.groupby(["game", "algorithm", "entropy", "seed"], sort=True):
+        run = run.sort_values(["iteration", "phase"])
+        rows.append((*key, float(run.nash_conv.iloc[-last:].mean()),
+                     average_nash_conv(run.iteration.to_numpy(), run.phase.to_numpy(),
+                                       run.nash_conv.to_numpy())))
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def uniform_nash_conv(compiled, phases: int) -> np.ndarray:
+    """``[phases]``: NashConv of the uniform policy in each phase's game (payoff negated in
+    even phases)."""
+    from neurd import engine
+
+    values = {}
+    for sign in (1.0, -1.0):
+        game = compiled if sign > 0 else games.negated(compiled)
+        values[sign] = float(engine.nash_conv(game, engine.uniform_policy(game)))
+    return np.array([values[1.0 if p % 2 else -1.0] for p in range(1, phases + 1)])
+
+
+def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.DataFrame:
+    """Mean NashConv and its bootstrap CI over seeds per (algorithm, entropy, checkpoint)."""
+    b = cfg["bootstrap"]
+    frames = []
+    for (game, algorithm, entropy), rows in nashconv.groupby(["game", "algorithm", "entropy"],
+                                                             sort=True):
+        wide = rows.pivot_table(index="seed", columns=["iteration", "phase"],
+                                values="nash_conv", aggfunc="first")
+        wide = wide.sort_index(axis=1, level=["iteration", "phase"])
+        mean, low, high = bootstrap_mean_ci(wide.to_numpy(), resamples=b["resamples"],
+                                            confidence=b["confidence"], method=b["method"],
+                                            seed=cfg["seed"])
+        points = wide.columns.to_frame(index=False)
+        frames.append(pd.DataFrame({
+            "game": game, "algorithm": algorithm, "entropy": entropy,
+            "iteration": points.iteration.to_numpy(), "phase": points.phase.to_numpy(),
+            "mean": mean, "ci_low": low, "ci_high": high,
+            "uniform_nash_conv": uniform[points.phase.to_numpy() - 1]}))
+    return pd.concat(frames, ignore_index=True)[list(CI_COLUMNS)]
+
+
+def game_tables(cfg: Mapping, curves: pd.DataFrame, policies: pd.DataFrame,
+                uniform: np.ndarray) -> dict:
+    """A game's five tables from its jobs' curves and policies."""
+    order = ["critic", "algorithm", "entropy", "seed", "iteration", "phase"]
+    curves = curves.sort_values(order, kind="stable").reset_index(drop=True)
+    learned = curves[curves.critic == LEARNED]
+    nashconv = learned[list(NASHCONV_COLUMNS)].reset_index(drop=True)
+    return {
+        "nashconv": nashconv,
+        "policies": policies.sort_values(["algorithm", "entropy", "seed", "phase"],
+                                         kind="stable").reset_index(drop=True),
+        "diagnostics": curves[list(DIAGNOSTIC_COLUMNS)],
+        "summary": summary_table(cfg, nashconv),
+        "nashconv_ci": ci_table(cfg, nashconv, uniform),
+    }
+
+
+# --- command-line steps -------------------------------------------------------------------
+
+
+def _game_step(args, cfg) -> None:
+    compiled = games.compile_configured(args.game, cfg["game_strings"],
+                                        cfg.get("expected_infostates"), "neural")
+    games.save(compiled, args.out)
+
+
+def _run_step(args, cfg) -> None:
+    from neurd.neural import experiment
+    from neurd.tables import config_hash
+
+    compiled = games.load(args.compiled)
+    job = plan(cfg, args.game, args.critic, args.chunk)
+    identity = {"config_hash": config_hash(cfg), "game": args.game, "critic": args.critic,
+                "chunk": args.chunk}
+    results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
+                             checkpoint_seconds=60.0 * float(cfg["checkpoint_minutes"]),
+                             identity=identity)
+    extra = {"game_string": compiled.game_string, "run_seeds": list(job.run_seeds),
+             "critic": args.critic}
+    write_table(run_table(cfg, args.game, args.critic, results, job.configurations),
+                args.curves, columns={**DIAGNOSTIC_COLUMNS, **{
+                    k: NASHCONV_COLUMNS[k] for k in ("policy_updates", "trajectories")}},
+                config=cfg, extra=extra)
+    write_table(policy_table(cfg, args.game, compiled, results, job.configurations),
+                args.policies, columns=POLICY_COLUMNS, config=cfg, extra=extra)
+
+
+def _table_step(args, cfg) -> None:
+    curves = pd.concat([pd.read_parquet(p) for p in args.curves], ignore_index=True)
+    policies = pd.concat([pd.read_parquet(p) for p in args.policies], ignore_index=True)
+    policies = policies[policies.seed.isin(curves[curves.critic == LEARNED].seed)]
+    uniform = uniform_nash_conv(games.load(args.compiled), int(cfg["phases"]))
+    tables = game_tables(cfg, curves, policies, uniform)
+    meta = {"bootstrap": dict(cfg["bootstrap"], statistic="mean over seeds",
+                              implementation="scipy.stats.bootstrap")}
+    for name, path in (("nashconv", args.nashconv), ("policies", args.policies_out),
+                       ("diagnostics", args.diagnostics), ("summary", args.summary),
+                       ("nashconv_ci", args.ci)):
+        write_table(tables[name], path, columns=TABLES[name], config=cfg,
+                    extra=meta if name == "nashconv_ci" else None)
+
+
+def _combine_step(args, cfg) -> None:
+    for name in ("nashconv", "diagnostics", "summary", "nashconv_ci"):
+        paths = getattr(args, name)
+        frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+        write_table(frame, os.path.join(args.out_dir, f"{name}.parquet"), columns=TABLES[name],
+                    config=cfg)
+
+
+def register(stage: Stage, sub) -> None:
+    """Add this stage's steps to the ``neurd`` command line."""
+    p = stage.add_step(sub, "neural-game", "compile a Fig 6 game once into a .npz", _game_step)
+    p.add_argument("--game", required=True, help="short name (neural.games)")
+    p.add_argument("--out", required=True, help="output: results/neural/<game>/game.npz")
+
+    p = stage.add_step(sub, "neural-run",
+                       "Fig 6: one job, every algorithm and entropy level for a chunk of seeds",
+                       _run_step)
+    p.add_argument("--game", required=True, help="short name (neural.games)")
+    p.add_argument("--critic", required=True, choices=(LEARNED, EXACT))
+    p.add_argument("--chunk", required=True, type=int, help="chunk of run seeds (0-based)")
+    p.add_argument("--compiled", required=True, help="input: results/neural/<game>/game.npz")
+    p.add_argument("--curves", required=True, help="output: the job's curves (.parquet)")
+    p.add_argument("--policies", required=True, help="output: the job's end-of-phase policies")
+    p.add_argument("--checkpoint", default=None,
+                   help="where the job state is saved and resumed from (removed at the end)")
+
+    p = stage.add_step(sub, "neural-table", "Fig 6 tables of one game from its jobs",
+                       _table_step)
+    p.add_argument("--compiled", required=True, help="input: results/neural/<game>/game.npz")
+    p.add_argument("--curves", nargs="+", required=True, help="inputs: the jobs' curves")
+    p.add_argument("--policies", nargs="+", required=True, help="inputs: the jobs' policies")
+    for name in ("nashconv", "diagnostics", "summary", "ci"):
+        p.add_argument(f"--{name}", required=True, help=f"output: {name} table")
+    p.add_argument("--policies-out", required=True, help="output: policies table")
+
+    p = stage.add_step(sub, "neural-combine", "Fig 6 inputs: every game's tables in one",
+                       _combine_step)
+    for name in ("nashconv", "diagnostics", "summary", "nashconv_ci"):
+        p.add_argument(f"--{name}", nargs="+", required=True, help=f"inputs: per-game {name}")
+    p.add_argument("--out-dir", required=True, help="output folder: results/neural")
+
+
+STAGE = Stage(section="neural", check=check, figures=lambda cfg: [Figure("fig6", "fig6")],
+              register=register, float64=False)

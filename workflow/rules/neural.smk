@@ -1,0 +1,127 @@
+# Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
+# into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
+# entropy level of its seeds as one jitted program (GPU when present).
+from neurd.pipeline.neural import job_runtime_minutes, jobs
+
+NEURAL = config["neural"]
+NEURAL_JOBS = jobs(NEURAL)
+NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
+
+
+rule neural_game:
+    """A Fig 6 game compiled once into arrays (information-state tensors included)."""
+    input:
+        cfg="results/config/neural.json",
+    output:
+        "results/neural/{game}/game.npz",
+    log:
+        "results/logs/neural_game_{game}.log",
+    wildcard_constraints:
+        game=NEURAL_GAME_PATTERN,
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "neurd neural-game --config {input.cfg} --game {wildcards.game} --out {output} > {log} 2>&1"
+
+
+rule neural_run:
+    """One job: every algorithm and entropy level for a chunk of run seeds; the job's
+    state is checkpointed (params.checkpoint, not an output) and resumed after a kill."""
+    input:
+        cfg="results/config/neural.json",
+        game="results/neural/{game}/game.npz",
+    output:
+        curves="results/neural/{game}/jobs/{critic}_{chunk}_curves.parquet",
+        policies="results/neural/{game}/jobs/{critic}_{chunk}_policies.parquet",
+    log:
+        "results/logs/neural_run_{game}_{critic}_{chunk}.log",
+    benchmark:
+        "results/benchmarks/neural_run_{game}_{critic}_{chunk}.tsv"
+    wildcard_constraints:
+        game=NEURAL_GAME_PATTERN,
+        critic="learned|exact",
+        chunk=r"\d+",
+    conda:
+        CONDA_ENV
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=lambda wildcards: job_runtime_minutes(NEURAL, wildcards.game),
+        gpu=NEURAL["gpus_per_job"],
+    params:
+        checkpoint="results/neural/{game}/jobs/{critic}_{chunk}_checkpoint.npz",
+    shell:
+        "neurd neural-run --config {input.cfg} --game {wildcards.game}"
+        " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
+        " --curves {output.curves} --policies {output.policies}"
+        " --checkpoint {params.checkpoint} > {log} 2>&1"
+
+
+rule neural_table:
+    """A game's tables: NashConv curves, end-of-phase policies, diagnostics, per-run
+    summary and bootstrap CIs over seeds."""
+    input:
+        cfg="results/config/neural.json",
+        game="results/neural/{game}/game.npz",
+        curves=lambda wildcards: [
+            f"results/neural/{g}/jobs/{c}_{k}_curves.parquet"
+            for g, c, k in NEURAL_JOBS
+            if g == wildcards.game
+        ],
+        policies=lambda wildcards: [
+            f"results/neural/{g}/jobs/{c}_{k}_policies.parquet"
+            for g, c, k in NEURAL_JOBS
+            if g == wildcards.game and c == "learned"
+        ],
+    output:
+        nashconv="results/neural/{game}/nashconv.parquet",
+        policies="results/neural/{game}/policies.parquet",
+        diagnostics="results/neural/{game}/diagnostics.parquet",
+        summary="results/neural/{game}/summary.parquet",
+        ci="results/neural/{game}/nashconv_ci.parquet",
+    log:
+        "results/logs/neural_table_{game}.log",
+    wildcard_constraints:
+        game=NEURAL_GAME_PATTERN,
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    shell:
+        "neurd neural-table --config {input.cfg} --compiled {input.game} --curves {input.curves}"
+        " --policies {input.policies} --nashconv {output.nashconv}"
+        " --policies-out {output.policies} --diagnostics {output.diagnostics}"
+        " --summary {output.summary} --ci {output.ci} > {log} 2>&1"
+
+
+rule neural_combine:
+    """Every game's tables in one of each: the inputs of Fig 6."""
+    input:
+        cfg="results/config/neural.json",
+        nashconv=expand("results/neural/{game}/nashconv.parquet", game=NEURAL["games"]),
+        diagnostics=expand("results/neural/{game}/diagnostics.parquet", game=NEURAL["games"]),
+        summary=expand("results/neural/{game}/summary.parquet", game=NEURAL["games"]),
+        ci=expand("results/neural/{game}/nashconv_ci.parquet", game=NEURAL["games"]),
+    output:
+        nashconv="results/neural/nashconv.parquet",
+        diagnostics="results/neural/diagnostics.parquet",
+        summary="results/neural/summary.parquet",
+        ci="results/neural/nashconv_ci.parquet",
+    log:
+        "results/logs/neural_combine.log",
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    shell:
+        "neurd neural-combine --config {input.cfg} --nashconv {input.nashconv}"
+        " --diagnostics {input.diagnostics} --summary {input.summary}"
+        " --nashconv_ci {input.ci} --out-dir results/neural > {log} 2>&1"
