@@ -20,7 +20,7 @@ def _default_config() -> dict:
 
 
 def test_every_stage_has_its_schema_and_rules():
-    assert set(stages.SECTIONS) >= {"matrix", "rps", "tabular"}
+    assert set(stages.SECTIONS) == {"matrix", "neural", "rps", "tabular"}
     snakefile = (ROOT / "Snakefile").read_text()
     for section in stages.SECTIONS:
         schema = yaml.safe_load((ROOT / f"workflow/schemas/{section}.schema.yaml").read_text())
@@ -31,7 +31,8 @@ def test_every_stage_has_its_schema_and_rules():
 def test_figures_come_from_the_stages_with_their_inputs():
     jobs = stages.figures(_default_config())
     assert [job.name for job in jobs] == [
-        "fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b_kuhn", "fig4b", "fig4b_goofspiel"]
+        "fig1", "fig2", "fig6", "fig3", "fig4a", "fig5", "fig4b_kuhn", "fig4b",
+        "fig4b_goofspiel"]
     by_name = {job.name: job for job in jobs}
     assert by_name["fig4b_kuhn"].inputs == {"nashconv": "results/tabular/kuhn/nashconv.parquet"}
     assert by_name["fig3"].section == "rps"

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -52,10 +53,25 @@ TABULAR_COLUMNS = ["game", "algorithm", "step_size", "iteration", "nash_conv"]
 for game in ("kuhn", "leduc"):  # the smoke scale's games
     for name in ("nashconv", "sweep", "reference_cfr_rm", "reference_cfr_plus"):
         TABLES[f"results/tabular/{game}/{name}.parquet"] = TABULAR_COLUMNS
+NEURAL_COLUMNS = {
+    "nashconv": ["game", "algorithm", "entropy", "seed", "iteration", "phase", "nash_conv"],
+    "policies": ["game", "algorithm", "entropy", "seed", "iteration", "phase", "infostate",
+                 "action", "probability"],
+    "diagnostics": ["game", "critic", "algorithm", "entropy", "seed", "iteration", "phase",
+                    "nash_conv", "critic_rmse", "threshold_blocked", "critic_loss"],
+    "summary": ["game", "algorithm", "entropy", "seed", "final_nash_conv", "average_nash_conv"],
+    "nashconv_ci": ["game", "algorithm", "entropy", "iteration", "phase", "mean", "ci_low",
+                    "ci_high"],
+}
+for name, columns in NEURAL_COLUMNS.items():  # the smoke scale's game, then all games
+    TABLES[f"results/neural/kuhn/{name}.parquet"] = columns
+    if name != "policies":
+        TABLES[f"results/neural/{name}.parquet"] = columns
 # Columns that are legitimately all missing: reference solvers have no step size.
 ALL_NAN_ALLOWED = {"step_size"}
-SECTION_OF = {"results/matrix/": "matrix", "results/rps/": "rps", "results/tabular/": "tabular"}
-FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn"]
+SECTION_OF = {"results/matrix/": "matrix", "results/rps/": "rps", "results/tabular/": "tabular",
+              "results/neural/": "neural"}
+FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn", "fig6"]
 
 pytestmark = pytest.mark.workflow
 
@@ -103,6 +119,30 @@ def test_figures_and_their_audit(smoke_run, figure):
     assert list(claims.columns) == list(AUDIT_COLUMNS)
     assert len(claims) >= 3 and set(claims.figure) == {figure}
     assert set(claims.verdict) <= {"pass", "fail", "differs"}
+
+
+def test_neural_policies_table_recomputes_the_nash_conv_with_openspiel(smoke_run):
+    """Every information state, legal actions only, rows summing to 1; OpenSpiel's NashConv of
+    a run's end-of-phase policy, from the table alone, is the NashConv the stage recorded (in
+    the odd phases, where the game is OpenSpiel's own rather than its negation)."""
+    import pyspiel
+
+    policies = pd.read_parquet(smoke_run / "results/neural/kuhn/policies.parquet")
+    nashconv = pd.read_parquet(smoke_run / "results/neural/kuhn/nashconv.parquet")
+    game = pyspiel.load_game("kuhn_poker")
+    keys = ["algorithm", "entropy", "seed", "phase"]
+    sums = policies.groupby([*keys, "infostate"]).probability.sum()
+    assert np.allclose(sums, 1.0, rtol=0, atol=1e-12)
+    assert policies.groupby(keys).infostate.nunique().eq(12).all()
+    odd = policies[policies.phase % 2 == 1]
+    assert len(odd.groupby(keys)) >= 8
+    for (algorithm, entropy, seed, phase), rows in odd.groupby(keys):
+        table = {s: list(zip(r.action, r.probability)) for s, r in rows.groupby("infostate")}
+        value = pyspiel.nash_conv(game, pyspiel.TabularPolicy(table))
+        recorded = nashconv[(nashconv.algorithm == algorithm) & (nashconv.entropy == entropy)
+                            & (nashconv.seed == seed) & (nashconv.phase == phase)
+                            & (nashconv.iteration == rows.iteration.iloc[0])].nash_conv
+        assert len(recorded) == 1 and value == pytest.approx(recorded.iloc[0], abs=1e-9)
 
 
 def test_claims_md_gathers_every_figure(smoke_run):

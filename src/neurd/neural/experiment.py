@@ -60,12 +60,26 @@ class Plan:
     phases: int
     geometric: int
     linear: int
+    seeds_per_batch: int = 1
 
     @property
     def configurations(self) -> list[tuple[str, float, int]]:
         """(algorithm, entropy, run seed) in the order of the result arrays' columns."""
         return [(a, self.entropies[e], s) for a in self.spec.algorithms
                 for s in self.run_seeds for e in range(len(self.entropies))]
+
+    @property
+    def batches(self) -> list[tuple[int, ...]]:
+        """The job's run seeds by batch: seed ``s`` is in batch ``s // seeds_per_batch``.
+
+        A batch is one call of the compiled program (``vmap`` over its
+        configurations); which batch a seed is in, not which job, fixes its
+        numbers, so any split of the seeds into jobs gives the same tables.
+        """
+        groups: dict[int, list[int]] = {}
+        for s in self.run_seeds:
+            groups.setdefault(s // self.seeds_per_batch, []).append(s)
+        return [tuple(groups[k]) for k in sorted(groups)]
 
 
 def checkpoint_grid(phase_iterations: int, phases: int, geometric: int, linear: int,
@@ -111,8 +125,9 @@ def exact_policies(tables: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return policy / policy.sum(axis=-1, keepdims=True)
 
 
-def _stack(states: dict, algorithms) -> np.ndarray:
-    return np.concatenate([np.asarray(states[a]) for a in algorithms])
+def _stack(per_batch: list[dict], algorithms) -> np.ndarray:
+    """Per-batch ``{algorithm: [N_b, ...]}`` -> ``[C, ...]`` in the plan's configuration order."""
+    return np.concatenate([np.asarray(batch[a]) for a in algorithms for batch in per_batch])
 
 
 class _Checkpoint:
@@ -121,7 +136,7 @@ class _Checkpoint:
     def __init__(self, path, identity: dict):
         self.path, self.identity = path, identity
 
-    def save(self, states: dict, next_row: int, results: dict) -> None:
+    def save(self, states: list, next_row: int, results: dict) -> None:
         leaves = jax.tree_util.tree_leaves(states)
         arrays = {f"leaf_{i}": np.asarray(x) for i, x in enumerate(leaves)}
         arrays.update({f"result_{k}": v for k, v in results.items()})
@@ -131,7 +146,7 @@ class _Checkpoint:
         with atomic_path(self.path) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, **arrays)
 
-    def restore(self, states: dict):
+    def restore(self, states: list):
         """``(states, next_row, results)`` from the file, or ``None`` if there is none to use."""
         if self.path is None or not os.path.exists(self.path):
             return None
@@ -168,13 +183,16 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
                                          plan.linear, spec.critic_updates)
     entropies = np.asarray(plan.entropies, dtype=np.float32)
     per_seed = len(plan.entropies)
-    run_seeds = np.repeat(plan.run_seeds, per_seed)
-    entropy_index = np.tile(np.arange(per_seed), len(plan.run_seeds))
-    keys = {a: train.configuration_keys(plan.seed, plan.game, i, entropy_index, run_seeds)
-            for i, a in enumerate(spec.algorithms)}
-    etas = {a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms}
-    states = {a: train.initial_states(spec, game, plan.seed, plan.game, plan.run_seeds,
-                                      per_seed) for a in spec.algorithms}
+    keys, etas, states = [], [], []
+    for batch in plan.batches:
+        run_seeds = np.repeat(batch, per_seed)
+        entropy_index = np.tile(np.arange(per_seed), len(batch))
+        keys.append({a: train.configuration_keys(plan.seed, plan.game, i, entropy_index,
+                                                 run_seeds)
+                     for i, a in enumerate(spec.algorithms)})
+        etas.append({a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms})
+        states.append({a: train.initial_states(spec, game, plan.seed, plan.game, batch, per_seed)
+                       for a in spec.algorithms})
     configs = len(plan.configurations)
     results = {
         "nash_conv": np.full((len(iterations), configs), np.nan),
@@ -189,7 +207,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     first_row = 0
     if restored is not None:
         states, first_row, results = restored
-    eta_all = np.concatenate([np.asarray(etas[a]) for a in spec.algorithms]).astype(np.float64)
+    eta_all = _stack(etas, spec.algorithms).astype(np.float64)
     legal = compiled.infostate_legal
     progress = Progress(f"neural {plan.game}: {configs} configurations", iterations[-1])
     last_save = time.monotonic()
@@ -199,25 +217,26 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         sign = 1.0 if phase % 2 == 1 else -1.0
         if target > done:
             cycles = (target - done) // spec.critic_updates
-            states = train.run_segment(spec, game, states, keys, etas,
-                                       done // spec.critic_updates, cycles, np.float32(sign))
+            states = [train.run_segment(spec, game, st, k, e, done // spec.critic_updates,
+                                        cycles, np.float32(sign))
+                      for st, k, e in zip(states, keys, etas)]
             done = target
-        tables = exact_policies(_stack({a: s.table for a, s in states.items()},
-                                       spec.algorithms), legal)
-        critics = _stack(train.critic_tables(spec, game, states), spec.algorithms)
+        def field(name, states=states):
+            return _stack([{a: getattr(s, name) for a, s in st.items()} for st in states],
+                          spec.algorithms)
+
+        tables = exact_policies(field("table"), legal)
+        critics = _stack([train.critic_tables(spec, game, st) for st in states], spec.algorithms)
         with float64():
             value, rmse = _measure(form, tree64, jnp.asarray(tables),
                                    jnp.asarray(critics, dtype=jnp.float64),
                                    jnp.asarray(eta_all), sign)
         results["nash_conv"][row] = np.asarray(value)
         results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
-        updates = np.maximum(_stack({a: s.updates for a, s in states.items()},
-                                    spec.algorithms), 1)
+        updates = np.maximum(field("updates"), 1)
         if target > 0:
-            results["blocked"][row] = _stack({a: s.blocked for a, s in states.items()},
-                                             spec.algorithms) / updates
-            results["critic_loss"][row] = _stack({a: s.critic_loss for a, s in states.items()},
-                                                 spec.algorithms) / (updates * spec.critic_updates)
+            results["blocked"][row] = field("blocked") / updates
+            results["critic_loss"][row] = field("critic_loss") / (updates * spec.critic_updates)
         if target == phase * plan.phase_iterations:
             results["policies"][phase - 1] = tables
         if not np.all(np.isfinite(results["nash_conv"][row])):

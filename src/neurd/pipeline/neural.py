@@ -107,8 +107,10 @@ def check(cfg: Mapping) -> None:
     unknown = sorted(set(cfg.get("expected_infostates", {})) - set(strings))
     require(not unknown, "neural.expected_infostates",
             f"games {unknown} are not in neural.game_strings {sorted(strings)}")
-    extra = sorted(set(cfg["exact_critic_games"]) - set(game_names))
-    require(not extra, "neural.exact_critic_games", f"{extra} are not in neural.games")
+    extra = sorted(set(cfg["exact_critic_games"]) - set(strings))
+    require(not extra, "neural.exact_critic_games",
+            f"{extra} are not in neural.game_strings {sorted(strings)} (the exact critic runs "
+            "for those of them in neural.games)")
     ratio = cfg["critic_updates_per_policy_update"]
     for game in game_names:
         require(game in cfg["phase_iterations"], f"neural.phase_iterations.{game}",
@@ -116,6 +118,9 @@ def check(cfg: Mapping) -> None:
         require(cfg["phase_iterations"][game] % ratio == 0, f"neural.phase_iterations.{game}",
                 f"must be a multiple of neural.critic_updates_per_policy_update ({ratio}), "
                 f"got {cfg['phase_iterations'][game]}")
+    require(cfg["seeds_per_job"] % cfg["seeds_per_batch"] == 0, "neural.seeds_per_job",
+            f"must be a multiple of neural.seeds_per_batch ({cfg['seeds_per_batch']}), "
+            f"got {cfg['seeds_per_job']}")
     require(cfg["final_checkpoints"] <= cfg["checkpoints"]["linear"], "neural.final_checkpoints",
             f"must not exceed neural.checkpoints.linear ({cfg['checkpoints']['linear']})")
 
@@ -154,7 +159,8 @@ def plan(cfg: Mapping, game: str, critic: str, chunk: int):
                 run_seeds=seed_chunks(cfg)[chunk], seed=int(cfg["seed"]),
                 phase_iterations=int(cfg["phase_iterations"][game]), phases=int(cfg["phases"]),
                 geometric=int(cfg["checkpoints"]["geometric"]),
-                linear=int(cfg["checkpoints"]["linear"]))
+                linear=int(cfg["checkpoints"]["linear"]),
+                seeds_per_batch=int(cfg["seeds_per_batch"]))
 
 
 def job_runtime_minutes(cfg: Mapping, game: str) -> int:
@@ -280,6 +286,11 @@ def _game_step(args, cfg) -> None:
 
 
 def _run_step(args, cfg) -> None:
+    # On a GPU, scatter-adds (segment sums) are atomic and their order varies from run to
+    # run unless XLA is told to be deterministic; read when the backend starts, below.
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_gpu_deterministic_ops" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_gpu_deterministic_ops=true".strip()
     from neurd.neural import experiment
     from neurd.tables import config_hash
 
