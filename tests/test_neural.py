@@ -323,3 +323,43 @@ def test_a_killed_job_resumes_to_identical_tables(tmp_path, compiled):
                                       pd.read_parquet(killed / f"{name}.parquet"),
                                       check_exact=True)
     assert not (killed / "checkpoint.npz").exists()
+
+
+# --- the stage's bookkeeping --------------------------------------------------------------
+
+
+def test_average_nash_conv_is_the_area_over_the_length_within_phases():
+    from neurd.pipeline.neural import average_nash_conv
+
+    iteration = np.array([0, 50, 100, 100, 150, 200])
+    phase = np.array([1, 1, 1, 2, 2, 2])
+    assert average_nash_conv(iteration, phase, np.full(6, 2.5)) == pytest.approx(2.5)
+    # phase 1 falls 2 -> 0, phase 2 sits at 4 (the jump at the boundary has no width)
+    value = average_nash_conv(iteration, phase, np.array([2.0, 1.0, 0.0, 4.0, 4.0, 4.0]))
+    assert value == pytest.approx((100.0 + 400.0) / 200.0)
+
+
+def test_jobs_split_the_seeds_and_add_the_exact_critic_runs():
+    from neurd.pipeline.neural import jobs, seed_chunks
+
+    cfg = {"games": ["kuhn", "leduc"], "exact_critic_games": ["kuhn"], "seeds": 5,
+           "seeds_per_job": 2}
+    assert seed_chunks(cfg) == [(0, 1), (2, 3), (4,)]
+    assert jobs(cfg) == [("kuhn", "learned", 0), ("kuhn", "learned", 1), ("kuhn", "learned", 2),
+                         ("kuhn", "exact", 0), ("kuhn", "exact", 1), ("kuhn", "exact", 2),
+                         ("leduc", "learned", 0), ("leduc", "learned", 1),
+                         ("leduc", "learned", 2)]
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"seeds_per_job": 3, "seeds_per_batch": 2}, "neural.seeds_per_job"),
+    ({"phase_iterations": {"leduc": 1202}}, "neural.phase_iterations.leduc"),
+    ({"games": ["leduc", "kuhn"]}, "neural.phase_iterations.kuhn"),
+    ({"exact_critic_games": ["kuhm"]}, "neural.exact_critic_games"),
+    ({"final_checkpoints": 50}, "neural.final_checkpoints"),
+])
+def test_section_cross_checks_name_the_key(tmp_path, changes, key):
+    from neurd.config import ConfigError
+
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        _neural_config(tmp_path, **changes)
