@@ -41,6 +41,7 @@ from open_spiel.python import rl_environment
 from neurd import engine, games
 from neurd.names import GAMES
 from neurd.neural import experiment, sampler, train
+from neurd.precision import float64
 from neurd.tabular.histories import history_tree
 from neurd.tabular.policies import to_openspiel
 
@@ -89,35 +90,31 @@ def bench_sampling(compiled, policy, rounds: int, batch: int, their_seconds: flo
 
 
 def bench_nash_conv(compiled, rounds: int, batch: int) -> dict:
-    game = train.neural_game(compiled)
+    """Ours: policy networks -> every information state's policy -> exact NashConv (float64)."""
     spec = train.Spec()
-    states = train.initial_states(spec, game, 0, "bench", tuple(range(batch)), 1)
+    states = train.initial_states(spec, train.neural_game(compiled), 0, "bench",
+                                  tuple(range(batch)), 1)
+    one = jax.tree_util.tree_map(lambda x: x[:1], states.policy)
     openspiel_game = pyspiel.load_game(compiled.game_string)
-    form, tree64 = experiment._exact_setup(compiled)
-    legal = compiled.infostate_legal
-    measure = experiment._measure
+    form, _ = experiment._exact_setup(compiled)
+    legal = jnp.asarray(compiled.infostate_legal)
 
-    def ours(count):
-        tables = experiment.exact_policies(np.asarray(states.table)[:count], legal)
-        critics = np.zeros_like(tables)
-        from neurd.precision import float64
-
+    def ours(params):
         with float64():
-            values, _ = measure(form, tree64, jnp.asarray(tables), jnp.asarray(critics),
-                                jnp.zeros(count), 1.0)
-            return np.asarray(values)
+            return experiment.network_nash_conv(spec, form, compiled.infostate_tensor, legal,
+                                                params)
 
-    ours(1), ours(batch)  # compile both shapes
-    policy = experiment.exact_policies(np.asarray(states.table)[0], legal)
-    tabular = pyspiel.TabularPolicy(to_openspiel(compiled, policy))
-    assert abs(ours(1)[0] - pyspiel.nash_conv(openspiel_game, tabular)) < 1e-9
+    ours(one), ours(states.policy)  # compile both shapes
+    values, policies = ours(one)
+    tabular = pyspiel.TabularPolicy(to_openspiel(compiled, np.asarray(policies)[0]))
+    assert abs(float(values[0]) - pyspiel.nash_conv(openspiel_game, tabular)) < 1e-9
     start = time.perf_counter()
     pyspiel.nash_conv(openspiel_game, tabular)
     their_calls = max(2, int(0.3 / (time.perf_counter() - start)))
     single, batched, theirs = [], [], []
     for _ in range(rounds):
-        single.append(_median_rate(lambda: ours(1), 1, 3))
-        batched.append(_median_rate(lambda: ours(batch), batch, 1))
+        single.append(_median_rate(lambda: ours(one), 1, 20))
+        batched.append(_median_rate(lambda: ours(states.policy), batch, 1))
         start = time.perf_counter()
         for _ in range(their_calls):
             pyspiel.nash_conv(openspiel_game, tabular)
@@ -160,7 +157,7 @@ def flops_per_iteration(compiled, spec: train.Spec) -> float:
         macs_per_row += width * hidden
         width = hidden
     macs_per_row += width * compiled.num_actions
-    depth = history_tree(compiled).depth
+    depth = history_tree(compiled, jnp.float32).depth
     critic_rows = spec.critic_batch * depth  # per critic update: forward + backward (x3)
     per_cycle = spec.critic_updates * 3 * critic_rows * macs_per_row
     # per policy update: critic forward, policy forward + backward, the next table's forward
@@ -203,8 +200,8 @@ def report(results: list[dict], command: str, gpu_tflops: float) -> str:
         "the whole loop at the paper's batch sizes and network.",
         "",
         "| game | episodes/s: neurd / OpenSpiel rl_environment | speed-up | NashConv/s: neurd "
-        "(batched) / pyspiel.nash_conv | speed-up (batched) | learning: config-iterations/s "
-        "single / batched |",
+        "(batched) / pyspiel.nash_conv | speed-up (batched) | learning: config-iterations/s, "
+        "one seed at one level (2 configs) / batched |",
         "| --- | --- | ---: | --- | ---: | --- |",
     ]
     for r in results:

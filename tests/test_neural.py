@@ -256,19 +256,27 @@ def test_checkpoint_grid_resolves_each_phase_and_ends_it():
 
 
 def test_network_policy_nash_conv_equals_openspiels(compiled):
-    """Evaluated as the stage does (float32 network, float64 renormalised), to 1e-9."""
+    """The network evaluated on every information state, then the exact computation in
+    float64: OpenSpiel's NashConv of the same policy, to 1e-9, in the game and its negation."""
     for name in ("kuhn", "leduc"):
         game = compiled[name]
-        neural = train.neural_game(game)
         spec = train.Spec()
-        state = train.initial_states(spec, neural, 0, name, (4,), 1)
-        policy = experiment.exact_policies(np.asarray(state.table)[0], game.infostate_legal)
-        ours = float(engine.nash_conv(game, policy))
-        theirs = pyspiel.nash_conv(pyspiel.load_game(GAMES[name].string),
-                                   pyspiel.TabularPolicy(to_openspiel(game, policy)))
-        assert ours == pytest.approx(theirs, abs=1e-9)
-        negated = float(engine.nash_conv(games.negated(game), policy))
-        assert abs(negated - ours) > 1e-3
+        state = train.initial_states(spec, train.neural_game(game), 0, name, (4, 5), 1)
+        form, _ = experiment._exact_setup(game)
+        legal = jnp.asarray(game.infostate_legal)
+        with float64():
+            values, policies = experiment.network_nash_conv(
+                spec, form, game.infostate_tensor, legal, state.policy)
+            negated, _ = experiment.network_nash_conv(
+                spec, form, game.infostate_tensor, legal, state.policy, -1.0)
+        openspiel_game = pyspiel.load_game(GAMES[name].string)
+        for value, policy in zip(np.asarray(values), np.asarray(policies)):
+            theirs = pyspiel.nash_conv(openspiel_game,
+                                       pyspiel.TabularPolicy(to_openspiel(game, policy)))
+            assert value == pytest.approx(theirs, abs=1e-9)
+        np.testing.assert_allclose(np.asarray(negated), engine.nash_conv(
+            games.negated(game), np.asarray(policies)), rtol=0, atol=1e-12)
+        assert np.all(np.abs(np.asarray(negated) - np.asarray(values)) > 1e-3)
 
 
 def _neural_config(tmp_path, **changes):

@@ -27,6 +27,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -119,10 +120,56 @@ def _measure(form, tree, tables, critics, etas, sign):
     return jax.vmap(one)(tables, critics, etas)
 
 
-def exact_policies(tables: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """The network's float32 policy tables in float64, renormalised over the legal actions."""
-    policy = np.where(legal, np.asarray(tables, dtype=np.float64), 0.0)
-    return policy / policy.sum(axis=-1, keepdims=True)
+def exact_policies(tables: jax.Array, legal: jax.Array) -> jax.Array:
+    """The network's float32 policy tables in float64, renormalised over the legal actions.
+
+    Traceable; call in a float64 scope.  This is the policy every exact
+    number (NashConv, the policies table) is of.
+    """
+    policy = jnp.where(legal, jnp.asarray(tables, dtype=jnp.float64), 0.0)
+    return policy / jnp.sum(policy, axis=-1, keepdims=True)
+
+
+def signed_form(form, sign):
+    """The sequence form with the payoffs times ``sign`` (the negated game for ``-1``)."""
+    return dataclasses.replace(form, terminal_payoff=sign * form.terminal_payoff)
+
+
+@jax.jit
+def _measure(form, tree, tables, critics, etas, sign):
+    """Policies ``[C, I, A]`` (float64), NashConv ``[C]`` and critic RMS error ``[C]``.
+
+    ``tables`` and ``critics`` are the networks' float32 outputs; everything
+    here is float64 (call in a float64 scope).
+    """
+    legal = tree.legal
+    game = signed_form(form, sign)
+
+    def one(table, critic, eta):
+        policy = exact_policies(table, legal)
+        continuation = action_values(tree, policy, eta, sign)[1]
+        weight = infostate_reach(tree, policy)
+        count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
+        error = jnp.sum(jnp.where(legal, jnp.square(critic - continuation), 0.0), -1) / count
+        return policy, nash_conv(game, policy), jnp.sqrt(jnp.sum(weight * error) / jnp.sum(weight))
+
+    return jax.vmap(one)(tables, jnp.asarray(critics, jnp.float64), etas)
+
+
+@partial(jax.jit, static_argnames=("spec",))
+def network_nash_conv(spec: train.Spec, form, tensors, legal, params, sign=1.0):
+    """NashConv ``[N]`` of policy networks ``params`` (batched), and the policies ``[N, I, A]``
+    it is of: the network evaluated on every information-state tensor at once (float32),
+    renormalised in float64, then the exact tree computation.  Call in a float64 scope."""
+    net = train.MLP(spec.hidden, legal.shape[-1])
+    game = signed_form(form, sign)
+
+    def one(p):
+        logits = net.apply({"params": p}, jnp.asarray(tensors, jnp.float32))
+        policy = exact_policies(train.masked_policy(logits, legal), legal)
+        return nash_conv(game, policy), policy
+
+    return jax.vmap(one)(params)
 
 
 def _stack(per_batch: list[dict], algorithms) -> np.ndarray:
@@ -208,7 +255,6 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     if restored is not None:
         states, first_row, results = restored
     eta_all = _stack(etas, spec.algorithms).astype(np.float64)
-    legal = compiled.infostate_legal
     progress = Progress(f"neural {plan.game}: {configs} configurations", iterations[-1])
     last_save = time.monotonic()
     done = int(iterations[first_row - 1]) if first_row else 0
@@ -225,12 +271,11 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
             return _stack([{a: getattr(s, name) for a, s in st.items()} for st in states],
                           spec.algorithms)
 
-        tables = exact_policies(field("table"), legal)
         critics = _stack([train.critic_tables(spec, game, st) for st in states], spec.algorithms)
         with float64():
-            value, rmse = _measure(form, tree64, jnp.asarray(tables),
-                                   jnp.asarray(critics, dtype=jnp.float64),
-                                   jnp.asarray(eta_all), sign)
+            tables, value, rmse = _measure(form, tree64, field("table"), critics,
+                                           jnp.asarray(eta_all), sign)
+            tables = np.asarray(tables)
         results["nash_conv"][row] = np.asarray(value)
         results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
         updates = np.maximum(field("updates"), 1)

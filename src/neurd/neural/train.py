@@ -42,7 +42,7 @@ from neurd import streams
 from neurd.games import CompiledGame
 from neurd.names import LEARNERS
 from neurd.neural import losses, sampler
-from neurd.neural.networks import MLP, masked_policy
+from neurd.neural.networks import MLP, masked_policy  # noqa: F401  (re-exported)
 from neurd.tabular.histories import HistoryTree, action_values, history_tree
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
