@@ -58,6 +58,8 @@ def test_save_load_and_batch_evaluation(kuhn, tmp_path):
     (lambda g: engine.best_response(g, engine.uniform_policy(g), 2), ValueError, "player"),
     (lambda g: engine.cfr(g, "neurd", 1.0, iterations=0), ValueError, "iterations"),
     (lambda g: engine.cfr(g, "neurd", np.ones(3), iterations=5), ValueError, "step_size"),
+    (lambda g: engine.cfr(g, "neurd", 0.0, iterations=5), ValueError, "positive"),
+    (lambda g: engine.cfr(g, "spg", np.nan, iterations=5), ValueError, "positive"),
     (lambda g: engine.cfr(g, "adam", 1.0, iterations=5), ValueError, "unknown local learner"),
     (lambda g: engine.sequence_form("kuhn_poker"), TypeError, "CompiledGame"),
 ])

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from neurd.games import CompiledGame
+from neurd.names import NEURD
 from neurd.neural import train
 from neurd.precision import float64
 from neurd.progress import Progress
@@ -288,10 +289,14 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
             bad = int(np.flatnonzero(~np.isfinite(results["nash_conv"][row]))[0])
             raise FloatingPointError(f"NashConv is not finite at iteration {target} for "
                                      f"configuration {plan.configurations[bad]}")
+        groups = len(spec.algorithms)
+        per_algorithm = zip(spec.algorithms, np.split(results["nash_conv"][row], groups),
+                            np.split(results["blocked"][row], groups))
         progress.update(target, f"phase {phase}, NashConv " + "; ".join(
             f"{a} {np.nanmin(v):.3g}..{np.nanmax(v):.3g}"
-            for a, v in zip(spec.algorithms, np.split(results["nash_conv"][row],
-                                                      len(spec.algorithms)))))
+            + (f" (threshold blocked {100 * np.mean(b):.0f}% of pushes)"
+               if a == NEURD and target > 0 else "")
+            for a, v, b in per_algorithm))
         if (checkpoint_path is not None and row < len(iterations) - 1
                 and time.monotonic() - last_save >= checkpoint_seconds):
             saver.save(states, row + 1, results)
