@@ -45,7 +45,7 @@ lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/python -m pip install --quiet --upgrade pip
 	.lock-venv/bin/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	  print("\n".join(d.replace(">=", "==") for d in p["dependencies"] + p["optional-dependencies"]["test"]))' \
+	  print("\n".join(d.replace(">=", "==") for d in p["dependencies"] + p["optional-dependencies"]["test"] + p["optional-dependencies"]["slurm"]))' \
 	  > .lock-venv/floors.txt
 	.lock-venv/bin/python -m pip install --quiet -r .lock-venv/floors.txt
 	.lock-venv/bin/python -m pip freeze --exclude neurd > requirements.lock

@@ -17,7 +17,8 @@ def _canonical(name: str) -> str:
 
 def _pyproject_requirements() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    specs = project["dependencies"] + project["optional-dependencies"]["test"]
+    extras = project["optional-dependencies"]
+    specs = project["dependencies"] + extras["test"] + extras["slurm"]  # cuda: GPU machines only
     return {_canonical(Requirement(s).name): str(Requirement(s).specifier) for s in specs}
 
 
@@ -39,8 +40,11 @@ def _locked() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", ["environment.yml", "workflow/envs/neurd.yaml"])
-def test_conda_environments_mirror_pyproject(path):
-    assert _environment_requirements(path) == _pyproject_requirements()
+def test_conda_environments_pin_the_locked_versions(path):
+    """The conda files list pyproject's packages at exactly the versions the lock pins."""
+    pins = _locked()
+    assert _environment_requirements(path) == {
+        name: f"=={pins[name]}" for name in _pyproject_requirements()}
 
 
 def test_lock_pins_every_dependency_within_its_bounds():

@@ -71,8 +71,46 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> pd.DataFrame:
-    """Write every figure's claims into one Markdown file, a table per figure."""
+HTML_STYLE = """
+body { font-family: sans-serif; margin: 1.5em; }
+table { border-collapse: collapse; margin-bottom: 2em; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+td.pass { background: #e6f4ea; }
+td.fail { background: #fce8e6; }
+td.differs { background: #fef7e0; }
+"""
+
+
+def write_html(frame: pd.DataFrame, out: str | os.PathLike) -> None:
+    """The claims as an HTML page, a table per figure (what the report's viewer shows)."""
+    from html import escape
+
+    counts = frame["verdict"].value_counts()
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>Claims audit</title>",
+             f"<style>{HTML_STYLE}</style></head><body>", "<h1>Claims audit</h1>",
+             "<p>Every claim the paper makes about a figure, measured by the pipeline. Verdicts: "
+             "pass, fail (measured, criterion not met), differs (a number the paper states that "
+             "its stated setting does not give).</p>",
+             "<p id='totals'>Totals: " + ", ".join(f"{v}: {int(counts.get(v, 0))}"
+                                                 for v in VERDICTS) + "</p>"]
+    for figure, rows in frame.groupby("figure", sort=False):
+        parts += [f"<h2 id='{escape(figure)}'>{escape(figure)}</h2>",
+                  "<table class='claims'><thead><tr>"
+                  + "".join(f"<th>{escape(c.replace('_', ' '))}</th>" for c in COLUMNS[1:])
+                  + "</tr></thead><tbody>"]
+        for row in rows.itertuples(index=False):
+            cells = "".join(f"<td>{escape(str(getattr(row, c)))}</td>" for c in COLUMNS[1:-1])
+            parts.append(f"<tr>{cells}<td class='{escape(row.verdict)}'>"
+                         f"{escape(row.verdict)}</td></tr>")
+        parts.append("</tbody></table>")
+    parts.append("</body></html>")
+    write_text(out, "\n".join(parts) + "\n")
+
+
+def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike,
+           html: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Write every figure's claims into one Markdown file (and HTML page), a table per figure."""
     frame = read_audits(sorted(paths, key=lambda p: Path(p).stem))
     counts = frame["verdict"].value_counts()
     lines = [
@@ -94,4 +132,6 @@ def gather(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> pd.Dat
             )
         lines.append("")
     write_text(out, "\n".join(lines))
+    if html is not None:
+        write_html(frame, html)
     return frame

@@ -12,6 +12,7 @@ import dataclasses
 import importlib
 import logging
 import pkgutil
+import shlex
 import sys
 import time
 
@@ -57,20 +58,26 @@ def _figure(args) -> None:
 def _audit_gather(args) -> None:
     from neurd.audit import gather
 
-    frame = gather(args.audits, args.out)
+    frame = gather(args.audits, args.out, args.html)
     log.info("claims audit: %s", dict(frame.verdict.value_counts()))
 
 
 def _provenance(args) -> None:
     from neurd.config import load_snapshot
-    from neurd.provenance import collect
+    from neurd.provenance import collect, write_html
     from neurd.tables import write_json
 
-    write_json(args.out, collect(load_snapshot(args.config)))
+    record = collect(load_snapshot(args.config), benchmarks=args.benchmarks)
+    write_json(args.out, record)
+    if args.html:
+        write_html(record, args.html)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from neurd import __version__
+
     parser = argparse.ArgumentParser(prog=__package__, description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="step", required=True)
 
     from neurd.stages import STAGES
@@ -90,13 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_figure)
 
     p = sub.add_parser("audit-gather", help="gather every figure's audit into claims.md")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output: claims.md")
+    p.add_argument("--html", default=None, help="output: the same as an HTML page")
     p.add_argument("audits", nargs="+")
     p.set_defaults(func=_audit_gather)
 
     p = sub.add_parser("provenance", help="write provenance.json for a config")
     p.add_argument("--config", required=True, help="snapshot of the whole config (JSON)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output: provenance.json")
+    p.add_argument("--html", default=None, help="output: the same as an HTML page")
+    p.add_argument("--benchmarks", default=None,
+                   help="folder of Snakemake benchmark files: every step's runtime")
     p.set_defaults(func=_provenance)
     return parser
 
@@ -107,8 +118,16 @@ def main(argv=None) -> int:
     # matplotlib's PDF font subsetting logs every glyph table at INFO
     logging.getLogger("fontTools").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    # Every log begins with the command that made it, so a step can be rerun from its log.
+    log.info("command: neurd %s", shlex.join(sys.argv[1:] if argv is None else argv))
+    from neurd.config import ConfigError
+
     start = time.perf_counter()
-    args.func(args)
+    try:
+        args.func(args)
+    except ConfigError as error:  # a bad snapshot: the message names the file and the key
+        log.error("neurd %s: %s", args.step, error)
+        return 2
     log.info("neurd %s done in %.1fs", args.step, time.perf_counter() - start)
     return 0
 

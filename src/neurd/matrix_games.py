@@ -10,7 +10,6 @@ which is the same game up to an affine change of rewards (see the README).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linprog
 
@@ -18,13 +17,14 @@ HEADS, TAILS, FORFEIT = 0, 1, 2
 ACTION_NAMES = ("H", "T", "F")
 
 
-def matching_pennies_utilities(
-    odd_plays_heads: jnp.ndarray, forfeit: bool, win: float = 1.0, loss: float = -1.0
-) -> jnp.ndarray:
-    """Utilities of the even player, ``[...] (bool) -> [..., 2 or 3]``.
+def matching_pennies_utilities(odd_plays_heads, forfeit: bool, win: float = 1.0,
+                               loss: float = -1.0):
+    """Utilities of the even player, ``[...] (bool) -> [..., 2 or 3]`` (JAX arrays).
 
     H wins when odd plays H, T wins when odd plays T, F always loses.
     """
+    import jax.numpy as jnp
+
     heads = jnp.where(odd_plays_heads, win, loss)
     tails = jnp.where(odd_plays_heads, loss, win)
     columns = [heads, tails]

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 
-import jax
-
 
 class _Float64(contextlib.ContextDecorator):
     """``with float64():`` or ``@float64()``: JAX in double precision for the duration."""
 
     def __enter__(self):
+        import jax
+
         self._scope = jax.enable_x64(True)
         self._scope.__enter__()
         return self
@@ -39,4 +39,6 @@ def float64(function=None):
 
 def is_float64() -> bool:
     """Whether JAX computes in double precision here and now."""
+    import jax
+
     return bool(jax.config.jax_enable_x64)

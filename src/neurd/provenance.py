@@ -53,7 +53,24 @@ def machine() -> dict[str, object]:
     }
 
 
-def collect(config: Mapping, cwd: str | os.PathLike = ".") -> dict[str, object]:
+def runtimes(benchmarks: str | os.PathLike) -> list[dict[str, object]]:
+    """Every step's wall time and peak memory, from Snakemake's ``benchmark:`` files."""
+    import csv
+    from pathlib import Path
+
+    rows = []
+    for path in sorted(Path(benchmarks).glob("*.tsv")):
+        with open(path) as handle:
+            record = next(csv.DictReader(handle, delimiter="\t"), None)
+        if record:
+            rows.append({"step": path.stem, "seconds": float(record["s"]),
+                         "max_rss_mb": float(record["max_rss"])
+                         if record.get("max_rss", "NA") != "NA" else None})
+    return rows
+
+
+def collect(config: Mapping, cwd: str | os.PathLike = ".",
+            benchmarks: str | os.PathLike | None = None) -> dict[str, object]:
     """Everything needed to say how a set of results was made.
 
     ``config_hash`` is the hash of the whole validated config; ``section_hashes``
@@ -75,4 +92,48 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".") -> dict[str, object]:
         },
         "seed": config.get("seed"),
         "machine": machine(),
+        "runtimes": runtimes(benchmarks) if benchmarks is not None else [],
     }
+
+
+def write_html(record: Mapping, path: str | os.PathLike) -> None:
+    """Provenance as an HTML page for the report: code, packages, machine, config, runtimes."""
+    import json
+    from html import escape
+
+    from neurd.tables import write_text
+
+    def table(rows, header):
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"
+                       for row in rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    git = record["git"]
+    steps = record.get("runtimes", [])
+    total = sum(r["seconds"] for r in steps)
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Provenance</title>",
+        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;"
+        "margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+        "th{background:#f0f0f0}pre{background:#f7f7f7;padding:1em}</style></head><body>",
+        "<h1>Provenance</h1>",
+        f"<p>Made {escape(str(record['created_utc']))} at git revision "
+        f"<code>{escape(str(git['commit']))}</code>"
+        + (" (with uncommitted changes)" if git.get("dirty") else "") + ", scale "
+        f"<b>{escape(str(record['config'].get('scale')))}</b>, seed {record['seed']}.</p>",
+        "<h2>Config</h2>", table([["whole config", record["config_hash"]]]
+                                 + [[k, v] for k, v in record["section_hashes"].items()],
+                                 ["section", "hash (first 16 hex of SHA-256)"]),
+        f"<pre>{escape(json.dumps(record['config'], indent=2, sort_keys=True))}</pre>",
+        "<h2>Packages</h2>", table(sorted(record["packages"].items()), ["package", "version"]),
+        "<h2>Machine</h2>", table(sorted((k, v) for k, v in record["machine"].items()),
+                                  ["", ""]),
+        f"<h2 id='runtimes'>Runtime of every step</h2><p>{len(steps)} steps, {total:.0f} s of "
+        "wall time in all (Snakemake's benchmark files, <code>results/benchmarks/</code>).</p>",
+        table([[r["step"], f"{r['seconds']:.1f}",
+                "" if r["max_rss_mb"] is None else f"{r['max_rss_mb']:.0f}"] for r in steps],
+              ["step", "wall time (s)", "peak memory (MB)"]),
+        "</body></html>",
+    ]
+    write_text(path, "\n".join(parts) + "\n")

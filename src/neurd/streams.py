@@ -10,8 +10,6 @@ were made before it or on how the work is split between jobs.
 
 from __future__ import annotations
 
-import jax
-
 # stream name -> the number folded into the global seed's key.  Never reuse or
 # renumber one: the tables of earlier runs were drawn from these.
 STREAMS = {
@@ -22,8 +20,10 @@ STREAMS = {
 }
 
 
-def key(seed: int, stream: str, *indices: int) -> jax.Array:
+def key(seed: int, stream: str, *indices: int):
     """The PRNG key of ``stream`` under the global ``seed``, with ``indices`` folded in."""
+    import jax
+
     if stream not in STREAMS:
         raise ValueError(f"unknown random stream {stream!r}; streams are listed in "
                          f"neurd.streams.STREAMS: {sorted(STREAMS)}")

@@ -26,6 +26,8 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
             audit="results/audit/{figure}.csv",
         log:
             "results/logs/{figure}.log",
+        benchmark:
+            "results/benchmarks/{figure}.tsv"
         wildcard_constraints:
             figure="|".join(name for name, job in FIGURE_JOBS.items() if job.module == module),
         conda:
@@ -47,31 +49,38 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
 
 
 rule claims_audit:
-    """All figures' claims in one Markdown table."""
+    """All figures' claims: a Markdown file, and an HTML page the report shows."""
     input:
         expand("results/audit/{figure}.csv", figure=FIGURES),
     output:
-        report("results/audit/claims.md", caption="../report/claims.rst", category="Audit"),
+        md="results/audit/claims.md",
+        html=report("results/audit/claims.html", caption="../report/claims.rst", category="Audit"),
     log:
         "results/logs/claims_audit.log",
+    localrule: True
     conda:
         CONDA_ENV
     shell:
-        "neurd audit-gather --out {output} {input} > {log} 2>&1"
+        "neurd audit-gather --out {output.md} --html {output.html} {input} > {log} 2>&1"
 
 
 rule provenance:
-    """Packages, git revision, config and its hash, seeds, machine.  Depends on
-    every figure so it is rewritten whenever any result is."""
+    """Packages, git revision, config and its hash, seeds, machine, the runtime of every
+    step.  Depends on every figure so it is rewritten whenever any result is."""
     input:
         cfg="results/config/all.json",
         figures=FIGURE_FILES,
         audit="results/audit/claims.md",
     output:
-        "results/provenance.json",
+        json="results/provenance.json",
+        html=report(
+            "results/provenance.html", caption="../report/provenance.rst", category="Provenance"
+        ),
     log:
         "results/logs/provenance.log",
+    localrule: True
     conda:
         CONDA_ENV
     shell:
-        "neurd provenance --config {input.cfg} --out {output} > {log} 2>&1"
+        "neurd provenance --config {input.cfg} --out {output.json} --html {output.html}"
+        " --benchmarks results/benchmarks > {log} 2>&1"

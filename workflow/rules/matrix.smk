@@ -33,8 +33,11 @@ rule regret_trajectories:
         "results/matrix/trajectories.parquet",
     log:
         "results/logs/regret_trajectories.log",
+    benchmark:
+        "results/benchmarks/regret_trajectories.tsv"
     conda:
         CONDA_ENV
+    threads: 1
     resources:
         mem_mb=1000,
         runtime=10,

@@ -16,6 +16,8 @@ rule neural_game:
         "results/neural/{game}/game.npz",
     log:
         "results/logs/neural_game_{game}.log",
+    benchmark:
+        "results/benchmarks/neural_game_{game}.tsv"
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
     conda:
@@ -85,6 +87,8 @@ rule neural_table:
         ci="results/neural/{game}/nashconv_ci.parquet",
     log:
         "results/logs/neural_table_{game}.log",
+    benchmark:
+        "results/benchmarks/neural_table_{game}.tsv"
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
     conda:
@@ -115,6 +119,7 @@ rule neural_combine:
         ci="results/neural/nashconv_ci.parquet",
     log:
         "results/logs/neural_combine.log",
+    localrule: True
     conda:
         CONDA_ENV
     threads: 1

@@ -10,8 +10,11 @@ rule rps_nash_sets:
         "results/rps/nash_sets.parquet",
     log:
         "results/logs/rps_nash_sets.log",
+    benchmark:
+        "results/benchmarks/rps_nash_sets.tsv"
     conda:
         CONDA_ENV
+    threads: 1
     resources:
         mem_mb=1000,
         runtime=5,

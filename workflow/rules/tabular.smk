@@ -1,6 +1,7 @@
 # Figure 4b (and its extras for other games): tabular counterfactual NeuRD vs
 # SPG, i.e. CFR with either local learner, on OpenSpiel games compiled once.
 from neurd.names import REFERENCE_SOLVERS
+from neurd.pipeline.tabular import reference_runtime_minutes, sweep_runtime_minutes
 
 TABULAR = config["tabular"]
 TABULAR_GAME_PATTERN = "|".join(TABULAR["games"])
@@ -15,10 +16,13 @@ rule compile_game:
         "results/games/{game}.npz",
     log:
         "results/logs/compile_game_{game}.log",
+    benchmark:
+        "results/benchmarks/compile_game_{game}.tsv"
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
     conda:
         CONDA_ENV
+    threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
@@ -46,7 +50,7 @@ rule tabular_sweep:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=240,
+        runtime=lambda wildcards: sweep_runtime_minutes(TABULAR, wildcards.game),
     shell:
         "neurd tabular-sweep --config {input.cfg} --game {wildcards.game}"
         " --compiled {input.game} --out {output} > {log} 2>&1"
@@ -70,7 +74,7 @@ rule tabular_reference:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=600,
+        runtime=lambda wildcards: reference_runtime_minutes(TABULAR, wildcards.game),
     shell:
         "neurd tabular-reference --config {input.cfg} --game {wildcards.game}"
         " --solver {wildcards.solver} --out {output} > {log} 2>&1"

@@ -129,15 +129,18 @@ def plot(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
     import mpltern  # noqa: F401  (registers the "ternary" projection)
 
     style.setup()
-    fig = plt.figure(figsize=(17, 4.0))
-    for i, panel in enumerate("abcd"):
-        ax = fig.add_subplot(1, 5, i + 1, projection="ternary")
+    # Two rows, so that the figure stays readable at a report's width: the flows (a, b) and
+    # the speed ratio (e) above, the time averages (c, d) and the legend below.
+    fig = plt.figure(figsize=(12.5, 8.4))
+    for position, panel in zip((1, 2, 4, 5), "abcd"):
+        ax = fig.add_subplot(2, 3, position, projection="ternary")
         _trajectory_panel(ax, tables["flows"], tables["field"], tables["nash"], panel, cfg)
-    ax = fig.add_subplot(1, 5, 5, projection="ternary")
+    ax = fig.add_subplot(2, 3, 3, projection="ternary")
     _ratio_panel(fig, ax, tables["speed"], tables["nash"])
-    fig.legend(handles=_legend_handles(), loc="lower center", ncol=5, fontsize=8,
-               frameon=False, bbox_to_anchor=(0.42, 0.04))
-    fig.subplots_adjust(wspace=0.45, left=0.03, right=0.95, top=0.8, bottom=0.14)
+    fig.legend(handles=_legend_handles(), loc="center", ncol=1, fontsize=9,
+               frameon=False, bbox_to_anchor=(0.83, 0.27))
+    fig.subplots_adjust(wspace=0.45, hspace=0.15, left=0.04, right=0.93, top=0.93,
+                        bottom=0.05)
     return fig
 
 

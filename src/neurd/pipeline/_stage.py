@@ -50,11 +50,21 @@ class Stage:
 
     def load(self, path: str | os.PathLike) -> dict:
         """The section's config snapshot at ``path``, checked; errors name the file."""
-        cfg = load_snapshot(path)
+        try:
+            cfg = load_snapshot(path)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"cannot read config snapshot {path}: {error}") from None
+        if not isinstance(cfg, dict):
+            raise ConfigError(f"{path}: a config snapshot is a JSON object, got "
+                              f"{type(cfg).__name__}")
         try:
             self.check(cfg)
         except ConfigError as error:
             raise ConfigError(f"{path}: {error}") from None
+        except (KeyError, TypeError) as error:
+            raise ConfigError(f"{path} is not a '{self.section}' config snapshot (the "
+                              f"'{self.section}' section with the seed, as the config_snapshot "
+                              f"rule writes it): {type(error).__name__} {error}") from None
         return cfg
 
     def add_steps(self, sub) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from neurd import names, regret
+from neurd import names
 from neurd.config import require
 from neurd.pipeline._stage import Figure, Stage
 from neurd.tables import tidy, write_table
@@ -76,6 +76,8 @@ def step_size_grid(cfg: Mapping) -> np.ndarray:
 
 def sweep(cfg: Mapping, win: float, loss: float) -> pd.DataFrame:
     """Final regret at every grid point, for both learners, with and without Forfeit."""
+    from neurd import regret
+
     horizons = np.asarray(sorted(cfg["horizons"]), dtype=np.int64)
     etas = step_size_grid(cfg)
     frames = []
@@ -130,6 +132,8 @@ def readings(cfg: Mapping) -> pd.DataFrame:
 
 def trajectories(cfg: Mapping) -> pd.DataFrame:
     """Figure 2: logits and policy of both learners, round by round."""
+    from neurd import regret
+
     fig = cfg["figure2"]
     rewards = cfg["rewards"]
     frames = []

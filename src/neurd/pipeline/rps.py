@@ -23,22 +23,11 @@ import logging
 import time
 from collections.abc import Mapping
 
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from neurd import streams
 from neurd.config import require
-from neurd.dynamics import (
-    euler_time_average_nash_conv,
-    integrate_flow,
-    phase_restarts,
-    phase_schedule,
-    policy_velocity,
-    sample_initial_policies,
-    simplex_grid,
-    speed_ratio,
-)
 from neurd.matrix_games import (
     RPS_ACTIONS,
     biased_rps,
@@ -169,6 +158,8 @@ def _flow_frame(panel, algorithm, nu, times, series, values) -> pd.DataFrame:
 
 def flows(cfg: Mapping) -> pd.DataFrame:
     """Fig 3a-d: trajectories (a, b) and time-averaged trajectories (c, d)."""
+    from neurd.dynamics import integrate_flow
+
     p = cfg["portraits"]
     starts = np.asarray(p["starts"], dtype=np.float64)
     flow_times = np.linspace(0.0, p["flow_time"], p["samples"])
@@ -193,6 +184,10 @@ def flows(cfg: Mapping) -> pd.DataFrame:
 
 def vector_field(cfg: Mapping) -> pd.DataFrame:
     """Policy velocities of both flows on a coarse grid, for the portraits' arrows."""
+    import jax.numpy as jnp
+
+    from neurd.dynamics import policy_velocity, simplex_grid
+
     p = cfg["portraits"]
     grid = simplex_grid(p["field_resolution"])
     frames = []
@@ -212,6 +207,8 @@ def vector_field(cfg: Mapping) -> pd.DataFrame:
 
 def speed_ratios(cfg: Mapping) -> pd.DataFrame:
     """Fig 3e: ``||pi_dot_RD|| / ||pi_dot_PG||`` on a fine interior grid."""
+    from neurd.dynamics import simplex_grid, speed_ratio
+
     p = cfg["portraits"]
     nu = float(p["biased_nu"])
     grid = simplex_grid(p["ratio_resolution"])
@@ -238,6 +235,8 @@ def _nash_conv_frame(algorithm, nash_conv, phases, nus) -> pd.DataFrame:
 
 def run_schedule(cfg: Mapping, nus_by_iteration, phases, restart, experiment: str) -> dict:
     """NashConv ``[N, T]`` of both learners from the same initial policies."""
+    from neurd.dynamics import euler_time_average_nash_conv, sample_initial_policies
+
     key = streams.key(cfg["seed"], f"rps.{experiment}")
     starts = sample_initial_policies(key, cfg["trajectories"], 3)
     payoffs = np.stack([biased_rps(nu) for nu in nus_by_iteration])
@@ -254,6 +253,8 @@ def run_schedule(cfg: Mapping, nus_by_iteration, phases, restart, experiment: st
 
 def biased_nash_conv(cfg: Mapping) -> pd.DataFrame:
     """Fig 4a: NashConv of the time-average policy in biased RPS, every iteration."""
+    from neurd.dynamics import phase_schedule
+
     b = cfg["biased"]
     phases, nus = phase_schedule([b["nu"]], b["iterations"])
     restart = np.zeros(len(phases), dtype=bool)
@@ -265,6 +266,8 @@ def biased_nash_conv(cfg: Mapping) -> pd.DataFrame:
 
 def nonstationary_nash_conv(cfg: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig 5: phases of nu, learning carried over; the table and both readings' means."""
+    from neurd.dynamics import phase_restarts, phase_schedule
+
     n = cfg["nonstationary"]
     phases, nus = phase_schedule(n["nus"], n["phase_iterations"])
     chosen = bool(n["restart_average"])

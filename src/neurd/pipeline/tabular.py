@@ -80,6 +80,28 @@ def checkpoints(cfg: Mapping, up_to: int | None = None) -> np.ndarray:
     return points if up_to is None else points[points <= up_to]
 
 
+# Seconds per iteration on a 2-core CPU (bench/bench_engine.py, tests' runs), to size the
+# runtime a job asks a scheduler for: our sweep per (learner, step size) run, and OpenSpiel's
+# C++ CFR per iteration and per NashConv.  Other games get the slowest figures.
+SWEEP_SECONDS = {"kuhn": 2.5e-5, "leduc": 8e-5, "goofspiel": 2e-4}
+REFERENCE_SECONDS = {"kuhn": (3e-5, 2e-4), "leduc": (8e-3, 0.08), "goofspiel": (2e-2, 0.35)}
+
+
+def sweep_runtime_minutes(cfg: Mapping, game: str) -> int:
+    """Minutes to ask for one game's sweep: three times the expected time, plus 10."""
+    runs = len(cfg["learners"]) * len(cfg["step_sizes"])
+    seconds = runs * int(cfg["iterations"]) * SWEEP_SECONDS.get(game, max(SWEEP_SECONDS.values()))
+    return 10 + int(np.ceil(3 * seconds / 60))
+
+
+def reference_runtime_minutes(cfg: Mapping, game: str) -> int:
+    """Minutes to ask for one OpenSpiel reference solver on one game."""
+    per_iteration, per_nash_conv = REFERENCE_SECONDS.get(game, REFERENCE_SECONDS["goofspiel"])
+    seconds = (reference_iterations(cfg) * per_iteration
+               + len(checkpoints(cfg, up_to=reference_iterations(cfg))) * per_nash_conv)
+    return 10 + int(np.ceil(3 * seconds / 60))
+
+
 def reference_iterations(cfg: Mapping) -> int:
     value = cfg.get("reference_iterations")
     return int(cfg["iterations"] if value is None else value)

@@ -19,6 +19,7 @@ import pyspiel
 
 from neurd.games import openspiel_game
 from neurd.names import CFR_PLUS, CFR_RM, REFERENCE_SOLVERS, check_name
+from neurd.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +37,11 @@ def solver_nash_conv(game_string: str, solver: str, checkpoints: Sequence[int]) 
     instance = cls(game)
     log.info("%s on %s: solver set up in %.2fs", solver, game, time.perf_counter() - start)
     values, done = [], 0
+    progress = Progress(f"{solver} on {game}", int(np.sum(segments)))
     for length in segments:
         for _ in range(int(length)):
             instance.evaluate_and_update_policy()
         done += int(length)
         values.append(pyspiel.nash_conv(game, instance.average_policy()))
-        log.info("%s iteration %d (%.1fs): NashConv %.6g", solver, done,
-                 time.perf_counter() - start, values[-1])
+        progress.update(done, f"NashConv {values[-1]:.6g}")
     return np.asarray(values)
