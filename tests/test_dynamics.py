@@ -193,6 +193,8 @@ def test_bad_inputs_are_refused_with_the_value():
         integrate_flow([[0.4, 0.3, 0.3]], biased_rps(1.0), "spg", [1.0, 0.5])
     with pytest.raises(ValueError, match="smallest"):
         speed_ratio(np.array([[1.0, 0.0, 0.0]]), biased_rps(1.0))
+    with pytest.raises(ValueError, match="tolerances"):
+        integrate_flow([[0.4, 0.3, 0.3]], biased_rps(1.0), "spg", [0.0, 1.0], rtol=np.nan)
 
 
 def test_simplex_grid_is_interior_and_complete():

@@ -75,3 +75,31 @@ def test_probability_on_an_illegal_action_names_the_information_state():
     policy[row] = 1 / 3
     with pytest.raises(ValueError, match=re.escape(repr(str(game.infostate_string[row])))):
         engine.nash_conv(game, policy)
+
+
+def test_the_engine_takes_openspiel_objects():
+    """A loaded pyspiel.Game compiles; Python policies of open_spiel.python.policy convert;
+    a game without information-state tensors still evaluates exactly; the history cap is
+    the caller's."""
+    import pyspiel
+    from open_spiel.python import policy as python_policy
+    from open_spiel.python.algorithms import exploitability
+
+    openspiel_game = pyspiel.load_game("leduc_poker")
+    game = engine.compile_game(openspiel_game)
+    assert game.num_infostates == 936
+    tabular = python_policy.TabularPolicy(openspiel_game)
+    rng = np.random.default_rng(0)
+    weights = rng.random(tabular.action_probability_array.shape) * tabular.legal_actions_mask
+    tabular.action_probability_array = weights / weights.sum(axis=1, keepdims=True)
+    for policy in (tabular, python_policy.UniformRandomPolicy(openspiel_game)):
+        ours = float(engine.nash_conv(game, engine.from_openspiel(game, policy)))
+        assert ours == pytest.approx(exploitability.nash_conv(openspiel_game, policy), abs=1e-10)
+    without = engine.compile_game("oshi_zumo(coins=4,size=1,horizon=3)")
+    assert without.infostate_tensor.shape == (without.num_infostates, 0)
+    uniform = engine.uniform_policy(without)
+    theirs = pyspiel.nash_conv(pyspiel.convert_to_turn_based(pyspiel.load_game(
+        "oshi_zumo(coins=4,size=1,horizon=3)")), engine.to_openspiel(without, uniform))
+    assert float(engine.nash_conv(without, uniform)) == pytest.approx(theirs, abs=1e-10)
+    with pytest.raises(engine.GameError, match="max_histories"):
+        engine.compile_game("leduc_poker", max_histories=100)

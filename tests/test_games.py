@@ -141,7 +141,6 @@ def test_load_refuses_a_bad_file(compiled, tmp_path, changes, message):
     ("kuhn_poker(players=3)", "3 players"),
     ("goofspiel(num_cards=3,returns_type=total_points)", "GENERAL_SUM"),
     ("tiny_hanabi", "IDENTICAL"),
-    ("tic_tac_toe", "information_state_tensor"),
     ("dark_hex_ir(num_rows=2,num_cols=2)", "does not have perfect recall"),
     ("no_such_game", "cannot load"),
     ("", "non-empty"),

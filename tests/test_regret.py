@@ -116,3 +116,19 @@ def test_refined_optimum_finds_a_parabola_vertex():
     assert inside and optimum == pytest.approx(0.2086, rel=1e-9)
     optimum, inside = refined_optimum(eta, -np.log10(eta))
     assert not inside and optimum == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: regret.regret_grid([10], [0.1, np.nan], algorithm="spg", forfeit=False),
+    lambda: regret.regret_grid([10], [np.inf], algorithm="hedge", forfeit=True),
+    lambda: regret.regret_grid([10], [0.1], algorithm="spg", forfeit=False, win=np.nan),
+    lambda: regret.regret_grid([10], [0.1], algorithm="spg", forfeit=False,
+                               switch_fraction=np.nan),
+    lambda: regret.trajectory(10, np.nan, algorithm="spg", forfeit=True),
+    lambda: regret.trajectory(10, np.inf, algorithm="hedge", forfeit=True),
+    lambda: regret.trajectory(10, 0.1, algorithm="neurd", forfeit=True, loss=-np.inf),
+    lambda: regret.trajectory(0, 0.1, algorithm="neurd", forfeit=True),
+])
+def test_non_finite_inputs_are_refused(call):
+    with pytest.raises(ValueError, match="finite|positive|switch_fraction"):
+        call()

@@ -251,6 +251,9 @@ def integrate_flow(
     if times.ndim != 1 or times.size < 1 or np.any(times < 0.0) or np.any(np.diff(times) <= 0.0):
         raise ValueError(f"times must be increasing and non-negative, got {times!r}")
     check_name(learner, LEARNERS, "learner")
+    if not all(np.isfinite(t) and t > 0 for t in (rtol, atol)):
+        raise ValueError(f"solve_ivp tolerances must be finite and positive, got rtol={rtol!r}, "
+                         f"atol={atol!r}")
     payoff_j = jnp.asarray(payoff, dtype=jnp.float64)
     shape = (pi0.shape[0], 2 * pi0.shape[1])
 

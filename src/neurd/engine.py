@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from neurd.games import CompiledGame, GameError, GameFileError
+from neurd.games import DEFAULT_MAX_HISTORIES
 from neurd.games import compile_game as _compile_game
 from neurd.games import load as _load
 from neurd.games import save as _save
@@ -57,13 +58,15 @@ __all__ = [
 ]
 
 
-def compile_game(game_string: str, path=None) -> CompiledGame:
-    """Walk the OpenSpiel game ``game_string`` once into arrays; save to ``path`` if given.
+def compile_game(game, path=None, max_histories: int = DEFAULT_MAX_HISTORIES) -> CompiledGame:
+    """Walk an OpenSpiel game once into arrays; save to ``path`` if given.
 
+    ``game``: a game string (``"leduc_poker"``) or a loaded ``pyspiel.Game``.
     Two-player zero-sum games with perfect recall only (simultaneous-move games
     are made turn-based); others raise :class:`GameError` with the reason.
+    ``max_histories`` caps the tree walk (default 2,000,000 histories).
     """
-    game = _compile_game(game_string)
+    game = _compile_game(game, max_histories=max_histories)
     if path is not None:
         _save(game, path)
     return game

@@ -67,6 +67,13 @@ def _regret_grid(horizons, switches, step_sizes, win, loss, *, algorithm, forfei
     return jnp.max(cumulative_utility, axis=-1)[:, None] - cumulative_value
 
 
+def _check_game(switch_fraction, win, loss) -> None:
+    if not (np.isfinite(switch_fraction) and 0 < switch_fraction < 1):
+        raise ValueError(f"switch_fraction must lie in (0, 1), got {switch_fraction!r}")
+    if not (np.isfinite(win) and np.isfinite(loss)):
+        raise ValueError(f"rewards must be finite, got win={win!r}, loss={loss!r}")
+
+
 @float64
 def regret_grid(
     horizons,
@@ -85,9 +92,11 @@ def regret_grid(
         raise ValueError("horizons must be a non-empty list of positive integers, "
                          f"got {horizons!r}")
     step_sizes = np.asarray(step_sizes, dtype=np.float64)
-    if step_sizes.ndim != 1 or step_sizes.size == 0 or np.any(step_sizes <= 0):
-        raise ValueError("step sizes must be a non-empty list of positive numbers, "
+    if step_sizes.ndim != 1 or step_sizes.size == 0 or not np.all(
+            np.isfinite(step_sizes) & (step_sizes > 0)):
+        raise ValueError("step sizes must be a non-empty list of finite positive numbers, "
                          f"got {step_sizes!r}")
+    _check_game(switch_fraction, win, loss)
     regret = _regret_grid(
         jnp.asarray(horizons),
         jnp.asarray(switch_rounds(horizons, switch_fraction)),
@@ -122,6 +131,11 @@ def trajectory(
     policies are the same (Statement 1).
     """
     check_name(algorithm, TRAJECTORY_ALGORITHMS, "algorithm")
+    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
+        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
+    if not (np.isfinite(step_size) and step_size > 0):
+        raise ValueError(f"step size must be a finite positive number, got {step_size!r}")
+    _check_game(switch_fraction, win, loss)
     switch = int(switch_rounds([horizon], switch_fraction)[0])
     rounds = jnp.arange(horizon)
     n_actions = 3 if forfeit else 2

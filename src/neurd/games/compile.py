@@ -26,7 +26,8 @@ DEFAULT_MAX_HISTORIES = 2_000_000
 class _InfostateTable:
     """Information states in order of first visit, with their checks."""
 
-    def __init__(self):
+    def __init__(self, with_tensor: bool = True):
+        self.with_tensor = with_tensor
         self.index: dict[str, int] = {}
         self.player, self.parent, self.level = [], [], []
         self.legal, self.string, self.tensor = [], [], []
@@ -43,7 +44,8 @@ class _InfostateTable:
             self.level.append(level)
             self.legal.append(legal)
             self.string.append(key)
-            self.tensor.append(state.information_state_tensor(player))
+            self.tensor.append(state.information_state_tensor(player) if self.with_tensor
+                               else [])
             return found
         if self.parent[found] != sequence or self.level[found] != level:
             raise GameError(
@@ -59,7 +61,7 @@ class _InfostateTable:
 def _walk(game: pyspiel.Game, game_string: str, max_histories: int):
     """Depth-first preorder walk; returns per-history lists and the info-state table."""
     width = max(game.num_distinct_actions(), game.max_chance_outcomes())
-    table = _InfostateTable()
+    table = _InfostateTable(game.get_type().provides_information_state_tensor)
     h_parent, h_action, h_player, h_info, h_prob, h_returns = [], [], [], [], [], []
     children: list[list[int]] = []
     terminals = []  # (history, chance reach, sequence of player 0, of player 1)
@@ -71,7 +73,8 @@ def _walk(game: pyspiel.Game, game_string: str, max_histories: int):
         node = len(h_parent)
         if node >= max_histories:
             raise GameError(f"game {game_string!r} has more than {max_histories} histories; "
-                            "pass a larger max_histories to compile it anyway")
+                            "pass a larger max_histories (engine.compile_game(..., "
+                            "max_histories=N)) to compile it anyway")
         h_parent.append(parent)
         h_action.append(action)
         h_prob.append(prob)
@@ -121,14 +124,18 @@ def _sequence_arrays(sequences, position: np.ndarray):
     return infostate, action
 
 
-def compile_game(game_string: str, max_histories: int = DEFAULT_MAX_HISTORIES) -> CompiledGame:
-    """Compile the OpenSpiel game ``game_string`` (see :mod:`neurd.games.compiled`).
+def compile_game(game: str | pyspiel.Game,
+                 max_histories: int = DEFAULT_MAX_HISTORIES) -> CompiledGame:
+    """Compile an OpenSpiel game (string or ``pyspiel.Game``; see :mod:`neurd.games.compiled`).
 
-    Simultaneous-move games are made turn-based first.  Raises
-    :class:`GameError` for a game the engine cannot solve exactly.
+    Simultaneous-move games are made turn-based first.  A game that provides
+    no information-state tensor compiles with empty tensors (``[I, 0]``).
+    ``max_histories`` caps the walk (a game with more histories is refused).
+    Raises :class:`GameError` for a game the engine cannot solve exactly.
     """
     start = time.perf_counter()
-    game = openspiel_game(game_string)
+    game_string = str(game)
+    game = openspiel_game(game)
     histories, table, terminals = _walk(game, game_string, max_histories)
     h_parent, h_action, h_player, h_info, h_prob, children, h_returns = histories
     returns = np.asarray(h_returns, dtype=np.float64)

@@ -2,8 +2,9 @@
 
 The engine needs a finite two-player zero-sum game with perfect recall whose
 chance outcomes can be enumerated and whose information states have an
-OpenSpiel string and tensor (a later neural stage feeds the tensors to
-networks).  Simultaneous-move games are accepted and turned into turn-based
+OpenSpiel string.  The information-state tensor is kept where the game
+provides one (the neural stage feeds it to networks and refuses a game
+without it); exact evaluation and CFR do not need it.  Simultaneous-move games are accepted and turned into turn-based
 ones with ``pyspiel.convert_to_turn_based``, as the paper does for Goofspiel.
 Perfect recall is not part of OpenSpiel's game type; the compiler checks it
 while it walks the tree (:mod:`neurd.games.compile`).
@@ -33,24 +34,26 @@ def game_type_problems(game: pyspiel.Game) -> list[str]:
         problems.append("its chance outcomes are sampled, not enumerable (SAMPLED_STOCHASTIC)")
     if not kind.provides_information_state_string:
         problems.append("it does not provide information_state_string")
-    if not kind.provides_information_state_tensor:
-        problems.append("it does not provide information_state_tensor")
     return problems
 
 
-def openspiel_game(game_string: str) -> pyspiel.Game:
-    """The OpenSpiel game of ``game_string``, turn-based, checked for the engine.
+def openspiel_game(game: str | pyspiel.Game) -> pyspiel.Game:
+    """The OpenSpiel game (a game string or a loaded ``pyspiel.Game``), turn-based, checked.
 
     Raises :class:`GameError` naming the game and every reason it is refused.
     """
-    if not isinstance(game_string, str) or not game_string.strip():
-        raise GameError(f"game string must be a non-empty string, got {game_string!r}")
-    try:
-        game = pyspiel.load_game(game_string)
-    except pyspiel.SpielError as error:
-        # OpenSpiel's message for an unknown game lists every game: keep line one.
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise GameError(f"OpenSpiel cannot load game {game_string!r}: {reason}") from None
+    if isinstance(game, pyspiel.Game):
+        game_string = str(game)
+    elif not isinstance(game, str) or not game.strip():
+        raise GameError(f"game must be a non-empty game string or a pyspiel.Game, got {game!r}")
+    else:
+        game_string = game
+        try:
+            game = pyspiel.load_game(game_string)
+        except pyspiel.SpielError as error:
+            # OpenSpiel's message for an unknown game lists every game: keep line one.
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise GameError(f"OpenSpiel cannot load game {game_string!r}: {reason}") from None
     if game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
         game = pyspiel.convert_to_turn_based(game)
     problems = game_type_problems(game)

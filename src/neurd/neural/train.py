@@ -77,6 +77,9 @@ class NeuralGame:
 
 
 def neural_game(game: CompiledGame) -> NeuralGame:
+    if game.infostate_tensor.shape[1] == 0:
+        raise ValueError(f"game {game.game_string!r} provides no information-state tensor: "
+                         "the networks have no input")
     return NeuralGame(
         tree=history_tree(game, jnp.float32),
         tensors=jnp.asarray(game.infostate_tensor, dtype=jnp.float32),

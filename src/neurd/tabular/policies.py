@@ -76,19 +76,51 @@ def to_openspiel(game: CompiledGame, policy) -> dict[str, list[tuple[int, float]
     return table
 
 
-def from_openspiel(game: CompiledGame, policy) -> np.ndarray:
-    """``[I, A]`` array of an OpenSpiel policy (``pyspiel.Policy`` or a table dict).
+def _states_by_infostate(openspiel_game, wanted: set[str]) -> dict:
+    """A state of every wanted information state, found by walking the OpenSpiel game."""
+    found, stack = {}, [openspiel_game.new_initial_state()]
+    while stack and len(found) < len(wanted):
+        state = stack.pop()
+        if state.is_terminal():
+            continue
+        if not state.is_chance_node():
+            key = state.information_state_string(state.current_player())
+            if key in wanted:
+                found.setdefault(key, state)
+        actions = ([a for a, _ in state.chance_outcomes()] if state.is_chance_node()
+                   else state.legal_actions())
+        stack.extend(state.child(a) for a in actions)
+    return found
 
-    Every information state of the game must be covered; a ``pyspiel.Policy``
-    is asked through ``get_state_policy(information state string)``.
+
+def from_openspiel(game: CompiledGame, policy) -> np.ndarray:
+    """``[I, A]`` array of an OpenSpiel policy.
+
+    ``policy``: a table dict ``{information state string: [(action, probability)]}``,
+    a ``pyspiel.Policy`` (``pyspiel.TabularPolicy``, a C++ solver's average
+    policy; asked through ``get_state_policy(string)``), or a Python
+    ``open_spiel.python.policy.Policy`` (``TabularPolicy``, ``UniformRandomPolicy``,
+    a solver's policy; asked through ``action_probabilities(state)`` at a state
+    of each information state, found in ``policy.game``).  Every information
+    state of the game must be covered.
     """
+    from open_spiel.python import policy as python_policy
+
     array = np.zeros((game.num_infostates, game.num_actions))
-    for index, key in enumerate(game.infostate_string):
-        key = str(key)
+    keys = [str(key) for key in game.infostate_string]
+    states = None
+    if isinstance(policy, python_policy.Policy):
+        states = _states_by_infostate(policy.game, set(keys))
+    for index, key in enumerate(keys):
         if isinstance(policy, Mapping):
             if key not in policy:
                 raise ValueError(f"policy has no entry for information state {key!r}")
             entries = policy[key]
+        elif states is not None:
+            if key not in states:
+                raise ValueError(f"information state {key!r} does not occur in the policy's "
+                                 f"game {policy.game}")
+            entries = policy.action_probabilities(states[key]).items()
         else:
             entries = policy.get_state_policy(key)
         for action, probability in entries:
