@@ -21,7 +21,11 @@ configfile: "workflow/config/default.yaml"
 # Each section against its schema (types, ranges, unknown keys, defaults), then
 # the checks a schema cannot express; both name the offending key and stop
 # before any job runs.
-validate(config, f"{workflow.basedir}/workflow/schemas")
+validate(
+    config,
+    f"{workflow.basedir}/workflow/schemas",
+    ["workflow/config/default.yaml", *workflow.overwrite_configfiles],
+)
 
 
 include: "workflow/rules/common.smk"

@@ -8,6 +8,21 @@ import sys
 import neurd
 
 
+def _snapshot(section: str) -> dict:
+    """The default scale's snapshot of a config section, as the pipeline writes it."""
+    from pathlib import Path
+
+    import yaml
+
+    from neurd.config import section as snapshot
+    from neurd.stages import validate
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "workflow/config/default.yaml").read_text())
+    validate(config, root / "workflow/schemas")
+    return snapshot(config, section)
+
+
 def _neurd(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "neurd.cli", *args], capture_output=True,
                           text=True, **kwargs)
@@ -45,3 +60,36 @@ def test_the_log_begins_with_the_command(tmp_path):
     first = run.stderr.splitlines()[0]
     assert first.endswith(f"command: neurd matrix-trajectories --config {missing} "
                           f"--out {tmp_path / 'o'}")
+
+
+def test_a_corrupt_input_stops_the_step_with_its_name(tmp_path):
+    snapshot = tmp_path / "rps.json"
+    snapshot.write_text(json.dumps(_snapshot("rps")))
+    broken = tmp_path / "nashconv_biased.parquet"
+    broken.write_bytes(b"not a parquet file")
+    run = _neurd("rps-ci", "--config", str(snapshot), "--table", str(broken),
+                 "--out", str(tmp_path / "ci.parquet"))
+    assert run.returncode == 2 and f"{broken} cannot be read" in run.stderr
+    assert "delete it" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_sigterm_stops_a_step_cleanly(tmp_path):
+    import signal
+    import time
+
+    snapshot = tmp_path / "matrix.json"
+    cfg = _snapshot("matrix")
+    cfg.update(horizons=[10, 100, 1000000], step_sizes={"min": 0.001, "max": 10.0, "num": 400},
+               figure2=dict(cfg["figure2"], horizon=100))
+    snapshot.write_text(json.dumps(cfg))
+    process = subprocess.Popen([sys.executable, "-m", "neurd.cli", "matrix-sweep", "--config",
+                                str(snapshot), "--sweep", str(tmp_path / "s.parquet"),
+                                "--tuned", str(tmp_path / "t.parquet"),
+                                "--readings", str(tmp_path / "r.parquet")],
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # in the first of four sweeps up to 10^6 rounds
+    assert process.poll() is None, "the step ended before it could be stopped"
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]

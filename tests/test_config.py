@@ -88,3 +88,19 @@ def test_checks_the_schema_guarantees_are_left_to_it():
     assert "non-unique" in _error({"matrix": {"horizons": [10, 100, 100]}})
     assert "non-unique" in _error({"tabular": {"step_sizes": [1.0, 1.0]}})
     assert "['tabular']['step_sizes'][0]" in _error({"tabular": {"step_sizes": [0.0, 1.0]}})
+
+
+def test_sizes_are_bounded_by_what_a_machine_can_hold():
+    assert "rps.trajectories" in _error({"rps": {"trajectories": 10000,
+                                                 "biased": {"iterations": 1000000}}})
+    assert "neural.seeds" in _error({"neural": {"seeds": 10000, "seeds_per_job": 10,
+                                                "seeds_per_batch": 10}})
+    assert "['matrix']['step_sizes']['num']" in _error({"matrix": {"step_sizes": {"num": 10**9}}})
+    assert "['seed']" in _error({"seed": 2**40})
+
+
+def test_non_finite_numbers_are_refused_by_name_first():
+    message = _error({"rps": {"portraits": {"rtol": float("nan")}}})
+    assert "rps.portraits.rtol = nan" in message
+    message = _error({"matrix": {"step_sizes": {"min": float("nan"), "max": 10.0}}})
+    assert "matrix.step_sizes.min = nan" in message and "step_sizes.max" not in message

@@ -66,3 +66,43 @@ def test_provenance_records_everything():
     assert record["seed"] == 3 and record["packages"]["jax"]
     assert record["section_hashes"]["matrix"] == config_hash({"seed": 3, "horizons": [1]})
     json.dumps(record)
+
+
+def test_outputs_get_the_usual_mode_and_stale_temporaries_go(tmp_path):
+    import os
+    import stat
+
+    import pandas as pd
+
+    target = tmp_path / "table.parquet"
+    stale = tmp_path / ".table.parquet.tmp-abc123.parquet"
+    stale.write_bytes(b"left by a killed writer")
+    other = tmp_path / ".other.parquet.tmp-xyz.parquet"
+    other.write_bytes(b"another output's")
+    old = os.umask(0o022)
+    try:
+        write_table(pd.DataFrame({"a": [1]}), target, columns={"a": "a number"})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert not stale.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "table.parquet"]
+
+
+def test_a_corrupt_table_or_game_is_named_with_what_to_do(tmp_path):
+    import numpy as np
+    import pytest
+
+    from neurd import games
+    from neurd.tables import InputFileError, read_table
+
+    broken = tmp_path / "sweep.parquet"
+    broken.write_bytes(b"PAR1 truncated")
+    with pytest.raises(InputFileError, match=f"{broken}.*delete it"):
+        read_table(broken)
+    game = tmp_path / "kuhn.npz"
+    games.save(games.compile_game("kuhn_poker"), game)
+    game.write_bytes(game.read_bytes()[:200])
+    with pytest.raises(games.GameFileError, match=f"{game}.*delete it"):
+        games.load(game)
+    del np

@@ -13,10 +13,9 @@ import importlib
 import logging
 import pkgutil
 import shlex
+import signal
 import sys
 import time
-
-import pandas as pd
 
 log = logging.getLogger(__package__)
 
@@ -36,13 +35,14 @@ def _figure(args) -> None:
     from neurd.config import load_snapshot
     from neurd.figures import style
     from neurd.precision import float64
+    from neurd.tables import read_table
 
     module = importlib.import_module(f"neurd.figures.{args.module}")
     name = args.name or args.module
     tables = {}
     for item in args.input:
         table, _, path = item.partition("=")
-        tables[table] = pd.read_parquet(path)
+        tables[table] = read_table(path)
     missing = [n for n in module.INPUTS if n not in tables]
     if missing:
         raise SystemExit(f"figure {name} needs --input for {missing}")
@@ -121,11 +121,17 @@ def main(argv=None) -> int:
     # Every log begins with the command that made it, so a step can be rerun from its log.
     log.info("command: neurd %s", shlex.join(sys.argv[1:] if argv is None else argv))
     from neurd.config import ConfigError
+    from neurd.games import GameFileError
+    from neurd.tables import InputFileError
 
+    # Snakemake stops jobs with SIGTERM: exit through the finally blocks, which remove
+    # half-written temporary files.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     start = time.perf_counter()
     try:
         args.func(args)
-    except ConfigError as error:  # a bad snapshot: the message names the file and the key
+    except (ConfigError, GameFileError, InputFileError) as error:
+        # a bad snapshot or input: the message names the file and what to do
         log.error("neurd %s: %s", args.step, error)
         return 2
     log.info("neurd %s done in %.1fs", args.step, time.perf_counter() - start)

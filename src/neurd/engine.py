@@ -33,8 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from neurd.games import CompiledGame, GameError, GameFileError
-from neurd.games import DEFAULT_MAX_HISTORIES
+from neurd.games import DEFAULT_MAX_HISTORIES, CompiledGame, GameError, GameFileError
 from neurd.games import compile_game as _compile_game
 from neurd.games import load as _load
 from neurd.games import save as _save

@@ -18,6 +18,7 @@ and the provenance all iterate over :data:`STAGES`.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import pkgutil
 from collections.abc import Mapping
@@ -59,20 +60,44 @@ def check(config: Mapping) -> None:
             stage.check(config[section])
 
 
-def validate(config: dict, schema_dir: str | os.PathLike) -> None:
+def non_finite(value, path: str = "") -> list[str]:
+    """The dotted keys (``rps.portraits.rtol``, ``matrix.horizons[2]``) holding NaN or +-inf."""
+    if isinstance(value, Mapping):
+        return [bad for key, item in value.items()
+                for bad in non_finite(item, f"{path}.{key}" if path else str(key))]
+    if isinstance(value, (list, tuple)):
+        return [bad for i, item in enumerate(value) for bad in non_finite(item, f"{path}[{i}]")]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{path} = {value}"]
+    return []
+
+
+def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
     """Validate ``config`` in place (defaults filled) and check it; errors name the key.
 
     ``schema_dir`` holds ``config.schema.yaml`` (the settings) and one
-    ``<section>.schema.yaml`` per stage.
+    ``<section>.schema.yaml`` per stage.  ``files``: the config files the
+    config was read from, named in every error.  NaN and infinities are
+    refused first (a JSON schema's bounds let NaN through).
     """
     from snakemake.utils import validate as validate_schema
+    from snakemake_interface_common.exceptions import WorkflowError
 
+    where = f" (config files: {', '.join(map(str, files))})" if files else ""
     schema_dir = Path(schema_dir)
-    check({key: None for key in config})  # unknown top-level keys first
-    validate_schema(config, str(schema_dir / "config.schema.yaml"))
-    for section in SECTIONS:
-        validate_schema(config, str(schema_dir / f"{section}.schema.yaml"))
-    check(config)
+    try:
+        check({key: None for key in config})  # unknown top-level keys first
+        bad = non_finite(config)
+        if bad:
+            raise ConfigError("config: every number must be finite, got " + "; ".join(bad))
+        validate_schema(config, str(schema_dir / "config.schema.yaml"))
+        for section in SECTIONS:
+            validate_schema(config, str(schema_dir / f"{section}.schema.yaml"))
+        check(config)
+    except ConfigError as error:
+        raise ConfigError(f"{error}{where}") from None
+    except WorkflowError as error:
+        raise ConfigError(f"{error}{where}") from None
 
 
 @dataclass(frozen=True)

@@ -51,23 +51,52 @@ def config_hash(config) -> str:
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
 
 
+class InputFileError(ValueError):
+    """An input file that cannot be read (truncated, corrupt, foreign); names it."""
+
+
+def _file_mode() -> int:
+    """What ``open()`` would give a new file: ``0o666`` less the process umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
 
     The temporary file keeps ``path``'s suffix so that writers which choose a
-    format from it (matplotlib) still work.
+    format from it (matplotlib) still work, and gets the mode a plain write
+    would (0644 under the usual umask).  Temporary files of ``path`` left by
+    a writer that was killed outright are removed first; a writer stopped by
+    SIGTERM removes its own (the command line turns SIGTERM into an exit).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    prefix = f".{path.name}.tmp-"
+    for stale in path.parent.glob(f"{prefix}*{path.suffix}"):
+        stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=path.suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
     try:
+        os.chmod(tmp, _file_mode())
         yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """``pandas.read_parquet``, with an error naming a truncated or corrupt file."""
+    try:
+        return pd.read_parquet(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise InputFileError(f"{path} cannot be read as a table ({error}); it is truncated or "
+                             "corrupt: delete it and rerun, and Snakemake makes it again") from None
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -170,8 +170,17 @@ def save(game: CompiledGame, path: str | os.PathLike) -> None:
 
 def load(path: str | os.PathLike) -> CompiledGame:
     """Read a game written by :func:`save`; checks format, version, dtypes, shapes."""
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files}
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as error:
+        raise GameFileError(f"{path} cannot be read ({type(error).__name__}: {error}); it is "
+                            "truncated or corrupt: delete it and rerun, and Snakemake compiles "
+                            "the game again") from None
     fmt = str(arrays.pop("format", ""))
     version = int(arrays.pop("format_version", -1))
     if fmt != FORMAT:

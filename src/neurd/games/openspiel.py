@@ -4,8 +4,9 @@ The engine needs a finite two-player zero-sum game with perfect recall whose
 chance outcomes can be enumerated and whose information states have an
 OpenSpiel string.  The information-state tensor is kept where the game
 provides one (the neural stage feeds it to networks and refuses a game
-without it); exact evaluation and CFR do not need it.  Simultaneous-move games are accepted and turned into turn-based
-ones with ``pyspiel.convert_to_turn_based``, as the paper does for Goofspiel.
+without it); exact evaluation and CFR do not need it.  Simultaneous-move games
+are accepted and turned into turn-based ones with ``pyspiel.convert_to_turn_based``,
+as the paper does for Goofspiel.
 Perfect recall is not part of OpenSpiel's game type; the compiler checks it
 while it walks the tree (:mod:`neurd.games.compile`).
 """

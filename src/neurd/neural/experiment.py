@@ -198,6 +198,14 @@ class _Checkpoint:
         """``(states, next_row, results)`` from the file, or ``None`` if there is none to use."""
         if self.path is None or not os.path.exists(self.path):
             return None
+        try:
+            return self._restore(states)
+        except Exception as error:  # a checkpoint is a cache: a bad one is dropped, not fatal
+            log.warning("ignoring unreadable checkpoint %s (%s: %s); starting afresh",
+                        self.path, type(error).__name__, error)
+            return None
+
+    def _restore(self, states: list):
         with np.load(self.path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
             if (meta.get("format"), meta.get("version"), meta.get("identity")) != (

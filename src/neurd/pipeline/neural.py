@@ -28,11 +28,12 @@ from neurd import games
 from neurd.config import require
 from neurd.pipeline._stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
-from neurd.tables import tidy, write_table
+from neurd.tables import read_table, tidy, write_table
 
 log = logging.getLogger(__name__)
 
 LEARNED, EXACT = "learned", "exact"
+MAX_CONFIGURATIONS = 10_000  # per game: bounds the tables (every policy at every phase end)
 _RUN_DOCS = {
     "game": "short name of the game (config neural.games; string in neural.game_strings)",
     "algorithm": "'neurd': all-actions NeuRD (logits step along eta * A, thresholded at "
@@ -121,6 +122,11 @@ def check(cfg: Mapping) -> None:
     require(cfg["seeds_per_job"] % cfg["seeds_per_batch"] == 0, "neural.seeds_per_job",
             f"must be a multiple of neural.seeds_per_batch ({cfg['seeds_per_batch']}), "
             f"got {cfg['seeds_per_job']}")
+    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * cfg["seeds"]
+    require(configs <= MAX_CONFIGURATIONS, "neural.seeds",
+            f"{cfg['seeds']} seeds x {len(cfg['entropies'])} entropy levels x "
+            f"{len(cfg['algorithms'])} algorithms is {configs} configurations per game, more "
+            f"than {MAX_CONFIGURATIONS} (the paper runs 480)")
     require(cfg["final_checkpoints"] <= cfg["checkpoints"]["linear"], "neural.final_checkpoints",
             f"must not exceed neural.checkpoints.linear ({cfg['checkpoints']['linear']})")
 
@@ -312,8 +318,8 @@ def _run_step(args, cfg) -> None:
 
 
 def _table_step(args, cfg) -> None:
-    curves = pd.concat([pd.read_parquet(p) for p in args.curves], ignore_index=True)
-    policies = pd.concat([pd.read_parquet(p) for p in args.policies], ignore_index=True)
+    curves = pd.concat([read_table(p) for p in args.curves], ignore_index=True)
+    policies = pd.concat([read_table(p) for p in args.policies], ignore_index=True)
     policies = policies[policies.seed.isin(curves[curves.critic == LEARNED].seed)]
     uniform = uniform_nash_conv(games.load(args.compiled), int(cfg["phases"]))
     tables = game_tables(cfg, curves, policies, uniform)
@@ -329,7 +335,7 @@ def _table_step(args, cfg) -> None:
 def _combine_step(args, cfg) -> None:
     for name in ("nashconv", "diagnostics", "summary", "nashconv_ci"):
         paths = getattr(args, name)
-        frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+        frame = pd.concat([read_table(p) for p in paths], ignore_index=True)
         write_table(frame, os.path.join(args.out_dir, f"{name}.parquet"), columns=TABLES[name],
                     config=cfg)
 

@@ -37,11 +37,12 @@ from neurd.matrix_games import (
 from neurd.names import LEARNERS, NEURD, SPG
 from neurd.pipeline._stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
-from neurd.tables import tidy, write_table
+from neurd.tables import read_table, tidy, write_table
 
 log = logging.getLogger(__name__)
 
 PROBABILITY_COLUMNS = ("rock", "paper", "scissors")
+MAX_ROWS = 50_000_000  # rows of one table (a few GB in memory while it is built)
 
 _LEARNER_DOC = ("learner: 'neurd' (= RD, dy/dt = A, eq. nerd_continuous) or 'spg' "
                 "(= QPG, dy/dt = pi*A, eq. qpg)")
@@ -117,6 +118,13 @@ def check(cfg: Mapping) -> None:
     for i, start in enumerate(portraits["starts"]):
         require(abs(sum(start) - 1.0) < 1e-9, f"rps.portraits.starts[{i}]",
                 f"must sum to 1 (a policy over R, P, S), got {start}")
+    # Figs 4a and 5 keep NashConv per (algorithm, trajectory, iteration): bound the tables.
+    iterations = max(cfg["biased"]["iterations"],
+                     len(cfg["nonstationary"]["nus"]) * cfg["nonstationary"]["phase_iterations"])
+    rows = 2 * cfg["trajectories"] * iterations
+    require(rows <= MAX_ROWS, "rps.trajectories",
+            f"{cfg['trajectories']} trajectories x {iterations} iterations x 2 learners is "
+            f"{rows:.3g} rows per table, more than {MAX_ROWS:.0e}")
 
 
 # --- Nash equilibria ----------------------------------------------------------
@@ -353,7 +361,7 @@ def _nonstationary_step(args, cfg) -> None:
 
 
 def _ci_step(args, cfg) -> None:
-    table = pd.read_parquet(args.table)
+    table = read_table(args.table)
     write_table(confidence_intervals(table, cfg), args.out, columns=CI_COLUMNS, config=cfg,
                 extra=ci_metadata(cfg))
 

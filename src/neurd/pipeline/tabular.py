@@ -27,7 +27,7 @@ import pandas as pd
 from neurd import games, names
 from neurd.config import ConfigError, require
 from neurd.pipeline._stage import Figure, Stage
-from neurd.tables import tidy, write_table
+from neurd.tables import read_table, tidy, write_table
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def _reference_step(args, cfg) -> None:
 
 
 def _table_step(args, cfg) -> None:
-    frames = [pd.read_parquet(path) for path in (args.sweep, *args.reference)]
+    frames = [read_table(path) for path in (args.sweep, *args.reference)]
     table = pd.concat(frames, ignore_index=True)
     write_table(table, args.out, columns=NASHCONV_COLUMNS, config=cfg,
                 extra={"game_string": _game_string(cfg, args.game)})

@@ -1,0 +1,103 @@
+"""Every config key against wrong types, NaN, infinities, zero, negative and huge values.
+
+A value is either refused before any job, by a message that names the key (and the config
+files), or accepted by the schema and the stages' checks; NaN, infinities, wrong types and
+huge sizes are always refused.
+"""
+
+import copy
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from neurd.config import ConfigError
+from neurd.stages import SECTIONS, validate
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = ROOT / "workflow/schemas"
+ALWAYS_REFUSED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "huge": 1e300,
+                  "text": "many"}
+MAYBE_REFUSED = {"zero": 0, "negative": -1}
+
+
+def _leaves(schema: dict, path: tuple = ()):
+    """``(path, leaf schema)`` of every key; an array contributes its first item."""
+    kind = schema.get("type")
+    if kind == "object" and "properties" in schema:
+        for key, sub in schema["properties"].items():
+            yield from _leaves(sub, (*path, key))
+    elif kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        yield from _leaves(schema["additionalProperties"], (*path, "kuhn"))
+    elif kind == "array" and isinstance(schema.get("items"), dict):
+        yield from _leaves(schema["items"], (*path, 0))
+    else:
+        yield path, schema
+
+
+def _all_leaves():
+    found = []
+    for name in ("config", *SECTIONS):
+        schema = yaml.safe_load((SCHEMAS / f"{name}.schema.yaml").read_text())
+        found += list(_leaves(schema))
+    return found
+
+
+def _default() -> dict:
+    return yaml.safe_load((ROOT / "workflow/config/default.yaml").read_text())
+
+
+def _set(config: dict, path: tuple, value) -> dict:
+    """``config`` with the key at ``path`` set to ``value`` (an array keeps one element)."""
+    config = copy.deepcopy(config)
+    node = config
+    for key, following in zip(path[:-1], path[1:]):
+        if isinstance(following, int):
+            first = (node.get(key) or [{}])[0] if isinstance(node, dict) else {}
+            node[key] = [copy.deepcopy(first) if isinstance(first, dict) else first]
+            node = node[key]
+        elif isinstance(key, int):
+            node = node[key]
+        else:
+            node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return config
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(p) for p in path if not isinstance(p, int))
+
+
+def _refusal(config: dict):
+    try:
+        validate(config, SCHEMAS, ["fuzz.yaml"])
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+LEAVES = _all_leaves()
+KEYS = [path for path, _ in LEAVES]
+
+
+def test_the_fuzz_covers_every_section():
+    assert {path[0] for path in KEYS} == {"scale", "seed", *SECTIONS}
+    assert len(KEYS) > 70
+
+
+@pytest.mark.parametrize("path", KEYS, ids=_dotted)
+def test_every_key_refuses_bad_values_by_name(path):
+    config = _default()
+    last = [p for p in path if not isinstance(p, int)][-1]
+    leaf = dict(LEAVES)[path]
+    for label, value in {**ALWAYS_REFUSED, **MAYBE_REFUSED}.items():
+        message = _refusal(_set(config, path, value))
+        if label == "text" and leaf.get("type") == "string" and "enum" not in leaf:
+            continue  # any text is a string; what it names is checked where it is used
+        if label in ALWAYS_REFUSED:
+            assert message is not None, f"{_dotted(path)} = {value!r} was accepted"
+        if message is not None:
+            assert str(last) in message and "fuzz.yaml" in message, (
+                f"{_dotted(path)} = {value!r}: the message does not name the key or the file:"
+                f" {message}")
