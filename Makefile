@@ -52,5 +52,6 @@ lock:
 	rm -rf .lock-venv
 
 clean-results:
-	rm -rf results/matrix results/rps results/tabular results/games results/figures \
-	       results/audit results/config results/logs results/benchmarks results/provenance.json
+	rm -rf results/matrix results/rps results/tabular results/games results/neural \
+	       results/figures results/audit results/config results/logs results/benchmarks \
+	       results/provenance.json results/provenance.html results/report.html

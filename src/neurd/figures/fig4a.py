@@ -56,6 +56,7 @@ def plot(ci: pd.DataFrame, cfg: Mapping, n_trajectories: int):
                  f"starts,\n{int(100 * b['confidence'])}% bootstrap CI "
                  f"({b['resamples']} resamples, {b['method']})")
     ax.legend()
+    style.label_log_axis(ax.yaxis)
     fig.tight_layout()
     return fig
 

@@ -73,24 +73,37 @@ def plot(table: pd.DataFrame, cfg: Mapping):
     fig, (main, by_step) = plt.subplots(1, 2, figsize=(10.5, 4),
                                         gridspec_kw={"width_ratios": [1.6, 1]})
     level = cfg["interval"]
+    floor = np.inf
     for algorithm in [a for a in names.LEARNERS if a in set(table.algorithm)]:
         iterations, steps, values = curves(table, algorithm)
         low, high = step_size_interval(values, level)
+        floor = min(floor, float(low.min()))
         color = style.PALETTE[algorithm]
         main.plot(iterations, values.mean(axis=0), color=color, linewidth=2,
                   label=f"{style.LABELS[algorithm]}: mean over {len(steps)} step sizes")
-        main.fill_between(
-            iterations, low, high, color=color, alpha=0.2, linewidth=0,
-            label=f"{style.LABELS[algorithm]}: {level:.0%} interval, uniform step size")
+        whole = np.array_equal(low, values.min(axis=0)) and np.array_equal(high,
+                                                                            values.max(axis=0))
+        band = (f"min..max over the {len(steps)} step sizes (= {level:.0%} interval)" if whole else
+                f"{level:.0%} interval of a uniformly drawn step size")
+        main.fill_between(iterations, low, high, color=color, alpha=0.2, linewidth=0,
+                          label=f"{style.LABELS[algorithm]}: {band}")
         by_step.plot(steps, values[:, -1], "o-", color=color, label=style.LABELS[algorithm])
+    # The references (CFR+ falls orders of magnitude lower) must not squeeze the comparison:
+    # the axis ends a little below NeuRD's and SPG's lowest value; a reference that leaves
+    # it says where it ended.
+    bottom = floor / 3.0
     for algorithm in [a for a in names.REFERENCE_SOLVERS if a in set(table.algorithm)]:
         iterations, values = solver_curve(table, algorithm)
+        below = values[-1] < bottom
         main.plot(iterations, values, color=style.PALETTE[algorithm], linestyle="--",
-                  linewidth=1.2, label=f"{style.LABELS[algorithm]}, OpenSpiel")
+                  linewidth=1.2, label=f"{style.LABELS[algorithm]}, OpenSpiel"
+                  + (f" (ends at {values[-1]:.2g}, below the axis)" if below else ""))
     title = names.game_title(game)
     main.set(xscale="log", yscale="log", xlabel="iterations",
              ylabel="NashConv of the average policy",
              title=f"{title}: tabular counterfactual NeuRD vs SPG")
+    main.set_ylim(bottom=bottom)
+    style.label_log_axis(main.yaxis)
     main.legend(fontsize=7, loc="lower left")
     last = int(table.iteration.max())
     by_step.set(yscale="log", xlabel="step size $\\eta$", ylabel=f"NashConv at iteration {last}",

@@ -78,12 +78,14 @@ def plot(ci: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, n_trajectories:
         for phase, c in r.groupby("phase"):
             other.plot(c.iteration, c.mean_nash_conv, color=color,
                        label=style.LABELS[algorithm] if phase == 1 else None)
+            other.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
+                               linewidth=0)
     b = cfg["bootstrap"]
     main.set(yscale="log", xlabel="iteration", ylabel="NashConv of the time-average policy",
              title=f"{_reading_name(restart)} (configured)\nmean of {n_trajectories} starts, "
                    f"{int(100 * b['confidence'])}% bootstrap CI")
     other.set(xlabel="iteration", title=f"{_reading_name(not restart)} (other reading)\n"
-                                          "mean only")
+                                          f"mean, {int(100 * b['confidence'])}% bootstrap CI")
     bounds = phase_bounds(readings)
     for ax in (main, other):
         ax.set_xlim(0, bounds[-1][3] + 1)

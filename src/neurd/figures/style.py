@@ -36,11 +36,26 @@ def setup() -> None:
     plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
 
 
+def label_log_axis(axis) -> None:
+    """Label a log axis at 1, 2 and 5 times each power of ten, so values can be read off."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+# No creation dates in the files: the same tables give byte-identical figures.
+METADATA = {".png": {"Software": None}, ".pdf": {"CreationDate": None, "Producer": None}}
+
+
 def save(fig, png: str | os.PathLike, pdf: str | os.PathLike) -> None:
-    """Write the figure as PNG and PDF, each atomically."""
+    """Write the figure as PNG and PDF, each atomically, without dates in them."""
+    from pathlib import Path
+
     import matplotlib.pyplot as plt
 
     for path in (png, pdf):
         with atomic_path(path) as tmp:
-            fig.savefig(tmp)
+            fig.savefig(tmp, metadata=METADATA[Path(path).suffix])
     plt.close(fig)

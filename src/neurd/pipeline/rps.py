@@ -106,6 +106,8 @@ READING_COLUMNS = {
     "phase": "game phase, 1-based",
     "nu": "bias of the game played in this iteration",
     "mean_nash_conv": "mean NashConv of the time-average policy over trajectories",
+    "ci_low": "lower end of the bootstrap confidence interval of the mean (rps.bootstrap)",
+    "ci_high": "upper end of the bootstrap confidence interval of the mean",
 }
 
 
@@ -287,9 +289,13 @@ def nonstationary_nash_conv(cfg: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
             frames = [_nash_conv_frame(a, results[a], phases, nus) for a in LEARNERS]
             table = pd.concat(frames, ignore_index=True)[list(NASHCONV_COLUMNS)]
         for algorithm in LEARNERS:
+            b = cfg["bootstrap"]
+            mean, low, high = bootstrap_mean_ci(
+                results[algorithm], resamples=b["resamples"], confidence=b["confidence"],
+                method=b["method"], seed=cfg["seed"])
             readings.append(tidy(
                 [{"iteration": np.arange(1, len(phases) + 1), "phase": phases, "nu": nus}],
-                {"mean_nash_conv": results[algorithm].mean(axis=0)},
+                {"mean_nash_conv": mean, "ci_low": low, "ci_high": high},
                 restart_average=restart_average, algorithm=algorithm))
     return table, pd.concat(readings, ignore_index=True)[list(READING_COLUMNS)]
 
