@@ -35,7 +35,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from neurd import streams
@@ -247,6 +246,3 @@ def initial_states(spec: Spec, game: NeuralGame, seed: int, game_name: str, run_
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
     return jax.tree_util.tree_map(lambda x: jnp.repeat(x, count_per_seed, axis=0), stacked)
 
-
-def as_numpy(tree):
-    return jax.tree_util.tree_map(np.asarray, tree)
