@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
-import os
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +23,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pyspiel
+from _machine import describe  # bench/_machine.py, beside this script
 
 from neurd.games import compile_game, openspiel_game
 from neurd.names import GAMES
@@ -104,17 +102,7 @@ def bench_nash_conv(case: dict, rounds: int, calls: int, batch: int) -> dict:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = next(line.split(":", 1)[1].strip() for line in handle
-                       if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    versions = ", ".join(f"{p} {importlib.metadata.version(p)}"
-                         for p in ("jax", "jaxlib", "open_spiel", "numpy"))
-    return (f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}; "
-            f"{versions}; JAX backend {jax.default_backend()}, float64")
+    return describe(("jax", "jaxlib", "open_spiel", "numpy")) + ", float64"
 
 
 def fmt_time(seconds: float) -> str:

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
-import os
-import platform
 import statistics
 import sys
 import time
@@ -36,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pyspiel
+from _machine import describe  # bench/_machine.py, beside this script
 from open_spiel.python import rl_environment
 
 from neurd import engine, games
@@ -166,18 +164,7 @@ def flops_per_iteration(compiled, spec: train.Spec) -> float:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = next(line.split(":", 1)[1].strip() for line in handle
-                       if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    versions = ", ".join(f"{p} {importlib.metadata.version(p)}"
-                         for p in ("jax", "jaxlib", "flax", "optax", "open_spiel"))
-    devices = ", ".join(str(d) for d in jax.devices())
-    return (f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}; "
-            f"{versions}; JAX devices: {devices}")
+    return describe(("jax", "jaxlib", "flax", "optax", "open_spiel"))
 
 
 def hours(seconds: float) -> str:

@@ -226,7 +226,12 @@ class _Checkpoint:
 
 def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_seconds=300.0,
         identity: dict | None = None) -> dict:
-    """Run every configuration of ``plan``; return the result arrays (see :func:`results`).
+    """Run every configuration of ``plan``; return the result arrays.
+
+    Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss`` ``[K, C]``
+    per checkpoint and configuration (:attr:`Plan.configurations` order),
+    ``policies`` ``[phases, C, I, A]`` at each phase's end, and the checkpoints'
+    ``iteration`` and ``phase`` ``[K]``.
 
     ``checkpoint_path``: where the job state is saved every ``checkpoint_seconds``
     of wall time (and resumed from if it exists and belongs to the same
