@@ -19,7 +19,10 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# The config file is checked first (neurd check-config): a missing or malformed
+# file, or a bad key, is named before Snakemake starts.
 figures: $(STAMP)
+	$(BIN)/neurd check-config $(CONFIG)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
 smoke: CONFIG = workflow/config/smoke.yaml
@@ -36,8 +39,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 
+# The scale's results folder: results/ for the default, results/<scale>/ otherwise.
+RESULTS = $$($(BIN)/neurd check-config --results-dir $(CONFIG) 2>/dev/null || echo invalid-config)
+
 report: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html
+	$(BIN)/neurd check-config $(CONFIG)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report $(RESULTS)/report.html
 
 # Re-pin requirements.lock: the direct dependencies at pyproject.toml's lower
 # bounds (the floor CI tests), the rest resolved by pip, in a scratch venv.
@@ -51,7 +58,11 @@ lock:
 	.lock-venv/bin/python -m pip freeze --exclude neurd > requirements.lock
 	rm -rf .lock-venv
 
-clean-results:
-	rm -rf results/matrix results/rps results/tabular results/games results/neural \
-	       results/figures results/audit results/config results/logs results/benchmarks \
-	       results/provenance.json results/provenance.html results/report.html
+# Remove one scale's results (CONFIG's): the default's leave the other scales' alone.
+clean-results: $(STAMP)
+	$(BIN)/neurd check-config $(CONFIG)
+	root=$(RESULTS); if [ "$$root" = results ]; then \
+	  rm -rf results/matrix results/rps results/tabular results/games results/neural \
+	         results/figures results/audit results/config results/logs results/benchmarks \
+	         results/provenance.json results/provenance.html results/report.html; \
+	else rm -rf "$$root"; fi

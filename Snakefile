@@ -29,6 +29,7 @@ validate(
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/config.smk"
 include: "workflow/rules/matrix.smk"
 include: "workflow/rules/neural.smk"
 include: "workflow/rules/rps.smk"
@@ -40,5 +41,5 @@ rule all:
     default_target: True
     input:
         FIGURE_FILES,
-        "results/audit/claims.md",
-        "results/provenance.json",
+        res("audit/claims.md"),
+        res("provenance.json"),

@@ -93,3 +93,48 @@ def test_sigterm_stops_a_step_cleanly(tmp_path):
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]
+
+
+def _check_config(tmp_path, text: str) -> subprocess.CompletedProcess:
+    from pathlib import Path
+
+    path = tmp_path / "my.yaml"
+    path.write_text(text)
+    return _neurd("check-config", str(path), cwd=Path(__file__).resolve().parents[1])
+
+
+def test_check_config_names_a_missing_or_malformed_file(tmp_path):
+    """What Snakemake's --configfile reports without the file's name, make's first step
+    names: the file, and for bad YAML the line and column."""
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    missing = tmp_path / "absent.yaml"
+    run = _neurd("check-config", str(missing), cwd=root)
+    assert run.returncode == 2 and f"config file {missing}: cannot read it" in run.stderr
+    for text, where in [("seed: [1,\n", "line 2, column 1"),
+                        ("matrix:\n\thorizons: [10]\n", "line 2, column 1"),
+                        ('{"seed": 1,', "line 1, column 12")]:
+        run = _check_config(tmp_path, text)
+        assert run.returncode == 2 and "Traceback" not in run.stderr
+        assert f"{tmp_path / 'my.yaml'} is neither JSON nor valid YAML at {where}" in run.stderr
+    run = _check_config(tmp_path, "- seed\n")
+    assert run.returncode == 2 and "expected keys at the top level" in run.stderr
+
+
+def test_check_config_validates_as_the_snakefile_does(tmp_path):
+    run = _check_config(tmp_path, "rps:\n  portraits: {rtol: .nan}\n")
+    assert run.returncode == 2 and "rps.portraits.rtol = nan" in run.stderr
+    assert str(tmp_path / "my.yaml") in run.stderr
+    run = _check_config(tmp_path, "matrix:\n  horizons: [10, -5]\n")
+    assert run.returncode == 2 and "['matrix']['horizons'][1]" in run.stderr
+    run = _check_config(tmp_path, "scale: laptop\nrps:\n  trajectories: 10\n")
+    assert run.returncode == 0 and "results in results/laptop/" in run.stderr
+
+
+def test_check_config_prints_the_results_folder(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for scale, folder in [("default", "results"), ("smoke", "results/smoke"),
+                          ("paper", "results/paper")]:
+        run = _neurd("check-config", "--results-dir", f"workflow/config/{scale}.yaml", cwd=root)
+        assert run.returncode == 0 and run.stdout == f"{folder}\n"

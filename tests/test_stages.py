@@ -43,6 +43,25 @@ def test_figures_come_from_the_stages_with_their_inputs():
         assert all(path.startswith(f"results/{job.section}/") for path in job.inputs.values())
 
 
+def test_a_scale_other_than_the_default_reads_its_own_folder():
+    config = _default_config()
+    assert stages.results_root(config) == "results"
+    config["scale"] = "laptop"
+    assert stages.results_root(config) == "results/laptop"
+    for job in stages.figures(config):
+        assert all(path.startswith("results/laptop/") for path in job.inputs.values())
+
+
 def test_unknown_section_is_named():
     with pytest.raises(ConfigError, match="'neural_typo' was unexpected"):
         stages.check({"seed": 0, "neural_typo": {}})
+
+
+def test_make_clean_results_removes_exactly_the_default_layout():
+    """The Makefile's list for the default scale is the registry's layout (less README.md)."""
+    import re
+
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile[makefile.index("clean-results:"):]
+    removed = set(re.findall(r"results/([\w.]+)", recipe[: recipe.index("else")]))
+    assert removed == {*stages.SECTIONS, *stages.RESULT_ENTRIES} - {"README.md"}

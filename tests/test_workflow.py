@@ -21,38 +21,39 @@ from neurd.tables import read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+SMOKE = "results/smoke"  # the smoke scale's results folder (the default's is results/)
 
-# Documented tables: path -> leading columns (a table may add columns after these).
+# Documented tables: path in the results folder -> leading columns (a table may add more).
 TABLES = {
-    "results/matrix/regret_sweep.parquet": ["algorithm", "forfeit", "horizon", "step_size",
-                                            "regret"],
-    "results/matrix/regret_vs_horizon.parquet": ["algorithm", "forfeit", "horizon", "step_size",
-                                                 "regret"],
-    "results/matrix/reward_readings.parquet": ["reading", "win", "loss", "algorithm", "forfeit",
-                                               "horizon", "step_size", "regret"],
-    "results/matrix/trajectories.parquet": ["algorithm", "round", "action", "logit", "probability"],
-    "results/rps/nashconv_biased.parquet": ["algorithm", "trajectory", "iteration", "phase", "nu",
-                                            "nash_conv"],
-    "results/rps/nashconv_nonstationary.parquet": ["algorithm", "trajectory", "iteration", "phase",
-                                                   "nu", "nash_conv"],
-    "results/rps/nashconv_biased_ci.parquet": ["algorithm", "iteration", "phase", "mean", "ci_low",
-                                               "ci_high"],
-    "results/rps/nashconv_nonstationary_ci.parquet": ["algorithm", "iteration", "phase", "mean",
-                                                      "ci_low", "ci_high"],
-    "results/rps/nonstationary_readings.parquet": ["restart_average", "algorithm", "iteration",
-                                                   "phase", "nu", "mean_nash_conv"],
-    "results/rps/flows.parquet": ["panel", "algorithm", "nu", "start", "time", "series", "rock",
-                                  "paper", "scissors"],
-    "results/rps/vector_field.parquet": ["nu", "algorithm", "rock", "paper", "scissors", "d_rock",
-                                         "d_paper", "d_scissors", "speed"],
-    "results/rps/speed_ratio.parquet": ["nu", "rock", "paper", "scissors", "speed_rd", "speed_pg",
-                                        "ratio"],
-    "results/rps/nash_sets.parquet": ["nu", "action", "closed_form", "lower", "upper", "unique"],
+    "matrix/regret_sweep.parquet": ["algorithm", "forfeit", "horizon", "step_size",
+                                    "regret"],
+    "matrix/regret_vs_horizon.parquet": ["algorithm", "forfeit", "horizon", "step_size",
+                                         "regret"],
+    "matrix/reward_readings.parquet": ["reading", "win", "loss", "algorithm", "forfeit",
+                                       "horizon", "step_size", "regret"],
+    "matrix/trajectories.parquet": ["algorithm", "round", "action", "logit", "probability"],
+    "rps/nashconv_biased.parquet": ["algorithm", "trajectory", "iteration", "phase", "nu",
+                                    "nash_conv"],
+    "rps/nashconv_nonstationary.parquet": ["algorithm", "trajectory", "iteration", "phase",
+                                           "nu", "nash_conv"],
+    "rps/nashconv_biased_ci.parquet": ["algorithm", "iteration", "phase", "mean", "ci_low",
+                                       "ci_high"],
+    "rps/nashconv_nonstationary_ci.parquet": ["algorithm", "iteration", "phase", "mean",
+                                              "ci_low", "ci_high"],
+    "rps/nonstationary_readings.parquet": ["restart_average", "algorithm", "iteration",
+                                           "phase", "nu", "mean_nash_conv"],
+    "rps/flows.parquet": ["panel", "algorithm", "nu", "start", "time", "series", "rock",
+                          "paper", "scissors"],
+    "rps/vector_field.parquet": ["nu", "algorithm", "rock", "paper", "scissors", "d_rock",
+                                 "d_paper", "d_scissors", "speed"],
+    "rps/speed_ratio.parquet": ["nu", "rock", "paper", "scissors", "speed_rd", "speed_pg",
+                                "ratio"],
+    "rps/nash_sets.parquet": ["nu", "action", "closed_form", "lower", "upper", "unique"],
 }
 TABULAR_COLUMNS = ["game", "algorithm", "step_size", "iteration", "nash_conv"]
 for game in ("kuhn", "leduc"):  # the smoke scale's games
     for name in ("nashconv", "sweep", "reference_cfr_rm", "reference_cfr_plus"):
-        TABLES[f"results/tabular/{game}/{name}.parquet"] = TABULAR_COLUMNS
+        TABLES[f"tabular/{game}/{name}.parquet"] = TABULAR_COLUMNS
 NEURAL_COLUMNS = {
     "nashconv": ["game", "algorithm", "entropy", "seed", "iteration", "phase", "nash_conv"],
     "policies": ["game", "algorithm", "entropy", "seed", "iteration", "phase", "infostate",
@@ -64,13 +65,12 @@ NEURAL_COLUMNS = {
                     "ci_high"],
 }
 for name, columns in NEURAL_COLUMNS.items():  # the smoke scale's game, then all games
-    TABLES[f"results/neural/kuhn/{name}.parquet"] = columns
+    TABLES[f"neural/kuhn/{name}.parquet"] = columns
     if name != "policies":
-        TABLES[f"results/neural/{name}.parquet"] = columns
+        TABLES[f"neural/{name}.parquet"] = columns
 # Columns that are legitimately all missing: reference solvers have no step size.
 ALL_NAN_ALLOWED = {"step_size"}
-SECTION_OF = {"results/matrix/": "matrix", "results/rps/": "rps", "results/tabular/": "tabular",
-              "results/neural/": "neural"}
+SECTION_OF = {"matrix/": "matrix", "rps/": "rps", "tabular/": "tabular", "neural/": "neural"}
 FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn", "fig6"]
 
 pytestmark = pytest.mark.workflow
@@ -87,24 +87,73 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*SNAKEMAKE, *args], cwd=workdir, capture_output=True, text=True)
 
 
+# Stand-ins for a default-scale run's results, there before the smoke run starts.
+DEFAULT_RESULTS = {"matrix/regret_sweep.parquet": b"default table",
+                   "figures/fig1.png": b"default figure", "provenance.json": b"{}"}
+
+
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     workdir = _copy_workflow(tmp_path_factory.mktemp("smoke"))
+    for path, content in DEFAULT_RESULTS.items():
+        (workdir / "results" / path).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / "results" / path).write_bytes(content)
     done = _snakemake(workdir, "--cores", "2", "--configfile", "workflow/config/smoke.yaml")
     assert done.returncode == 0, done.stderr[-5000:]
     return workdir
 
 
+def test_smoke_scale_leaves_the_default_results_alone(smoke_run):
+    """Every file of the smoke run is under results/smoke/; the default's are untouched."""
+    results = smoke_run / "results"
+    written = {str(p.relative_to(results)) for p in results.rglob("*") if p.is_file()}
+    assert written - {f for f in written if f.startswith("smoke/")} == set(DEFAULT_RESULTS)
+    for path, content in DEFAULT_RESULTS.items():
+        assert (results / path).read_bytes() == content
+
+
+def _planned_files(workdir: Path, config: str) -> set[str]:
+    """Every output and log file of the DAG a config makes (Snakemake's --summary)."""
+    summary = _snakemake(workdir, "--summary", "--configfile", config)
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    rows = [line.split("\t") for line in summary.stdout.splitlines()[1:] if "\t" in line]
+    logs = [log for row in rows for log in row[3].split(",") if log != "-"]
+    return {row[0] for row in rows} | set(logs)
+
+
+def test_scales_never_share_a_file(tmp_path):
+    """The shipped scales' DAGs: default in results/ (its documented layout), every other
+    scale in results/<scale>/; no file is planned by two scales."""
+    from neurd.stages import RESULT_ENTRIES, SECTIONS
+
+    workdir = _copy_workflow(tmp_path)
+    planned = {scale: _planned_files(workdir, f"workflow/config/{scale}.yaml")
+               for scale in ("default", "smoke", "paper")}
+    for scale in ("smoke", "paper"):
+        assert planned[scale] and all(f.startswith(f"results/{scale}/") for f in planned[scale])
+        assert not planned[scale] & planned["default"]
+    assert not planned["smoke"] & planned["paper"]
+    tops = {Path(f).parts[1] for f in planned["default"]}
+    assert tops <= set(SECTIONS) | set(RESULT_ENTRIES) and "figures" in tops
+
+
+def test_a_scale_cannot_take_a_name_of_the_default_layout(tmp_path):
+    workdir = _copy_workflow(tmp_path)
+    (workdir / "bad.yaml").write_text("scale: figures\n")
+    run = _snakemake(workdir, "--cores", "1", "--configfile", "bad.yaml", "-n")
+    assert run.returncode != 0 and "scale: 'figures' is taken" in run.stdout + run.stderr
+
+
 @pytest.mark.parametrize("table", sorted(TABLES))
 def test_documented_tables(smoke_run, table):
-    path = smoke_run / table
+    path = smoke_run / SMOKE / table
     frame = pd.read_parquet(path)
     assert list(frame.columns[: len(TABLES[table])]) == TABLES[table]
     all_missing = set(frame.columns[frame.isna().all()])
     assert len(frame) > 0 and all_missing <= ALL_NAN_ALLOWED, all_missing
     meta = read_metadata(path)
     assert set(meta["columns"]) == set(frame.columns)
-    provenance = json.loads((smoke_run / "results/provenance.json").read_text())
+    provenance = json.loads((smoke_run / SMOKE / "provenance.json").read_text())
     section = next(s for prefix, s in SECTION_OF.items() if table.startswith(prefix))
     assert meta["config_hash"] == provenance["section_hashes"][section]
     assert meta["seed"] == provenance["seed"]
@@ -112,10 +161,10 @@ def test_documented_tables(smoke_run, table):
 
 @pytest.mark.parametrize("figure", FIGURES)
 def test_figures_and_their_audit(smoke_run, figure):
-    png = smoke_run / f"results/figures/{figure}.png"
+    png = smoke_run / SMOKE / f"figures/{figure}.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
-    assert (smoke_run / f"results/figures/{figure}.pdf").read_bytes()[:5] == b"%PDF-"
-    claims = pd.read_csv(smoke_run / f"results/audit/{figure}.csv")
+    assert (smoke_run / SMOKE / f"figures/{figure}.pdf").read_bytes()[:5] == b"%PDF-"
+    claims = pd.read_csv(smoke_run / SMOKE / f"audit/{figure}.csv")
     assert list(claims.columns) == list(AUDIT_COLUMNS)
     assert len(claims) >= 3 and set(claims.figure) == {figure}
     assert set(claims.verdict) <= {"pass", "fail", "differs"}
@@ -127,8 +176,8 @@ def test_neural_policies_table_recomputes_the_nash_conv_with_openspiel(smoke_run
     the odd phases, where the game is OpenSpiel's own rather than its negation)."""
     import pyspiel
 
-    policies = pd.read_parquet(smoke_run / "results/neural/kuhn/policies.parquet")
-    nashconv = pd.read_parquet(smoke_run / "results/neural/kuhn/nashconv.parquet")
+    policies = pd.read_parquet(smoke_run / SMOKE / "neural/kuhn/policies.parquet")
+    nashconv = pd.read_parquet(smoke_run / SMOKE / "neural/kuhn/nashconv.parquet")
     game = pyspiel.load_game("kuhn_poker")
     keys = ["algorithm", "entropy", "seed", "phase"]
     sums = policies.groupby([*keys, "infostate"]).probability.sum()
@@ -146,13 +195,13 @@ def test_neural_policies_table_recomputes_the_nash_conv_with_openspiel(smoke_run
 
 
 def test_claims_md_gathers_every_figure(smoke_run):
-    text = (smoke_run / "results/audit/claims.md").read_text()
+    text = (smoke_run / SMOKE / "audit/claims.md").read_text()
     for figure in FIGURES:
         assert f"## {figure}" in text
 
 
 def test_provenance(smoke_run):
-    record = json.loads((smoke_run / "results/provenance.json").read_text())
+    record = json.loads((smoke_run / SMOKE / "provenance.json").read_text())
     assert record["config"]["scale"] == "smoke"
     assert record["packages"]["snakemake"].startswith("9.")
     assert record["machine"]["cpu_count"] >= 1
@@ -168,13 +217,13 @@ def test_steps_are_deterministic(smoke_run, tmp_path):
     out = {name: tmp_path / f"{name}.parquet" for name in ("sweep", "tuned", "readings")}
     subprocess.run(
         [sys.executable, "-m", "neurd.cli", "matrix-sweep", "--config",
-         str(smoke_run / "results/config/matrix.json"),
+         str(smoke_run / SMOKE / "config/matrix.json"),
          *(f"--{k}={v}" for k, v in out.items())],
         check=True, capture_output=True,
     )
     pd.testing.assert_frame_equal(
         pd.read_parquet(out["sweep"]),
-        pd.read_parquet(smoke_run / "results/matrix/regret_sweep.parquet"),
+        pd.read_parquet(smoke_run / SMOKE / "matrix/regret_sweep.parquet"),
     )
 
 
@@ -209,9 +258,9 @@ def test_bad_config_is_refused_before_any_job(tmp_path, bad, named):
 @pytest.fixture(scope="module")
 def report(smoke_run):
     made = _snakemake(smoke_run, "--configfile", "workflow/config/smoke.yaml",
-                      "--report", "results/report.html")
+                      "--report", f"{SMOKE}/report.html")
     assert made.returncode == 0, made.stderr[-3000:]
-    return smoke_run / "results/report.html"
+    return smoke_run / SMOKE / "report.html"
 
 
 def test_html_report(report):
@@ -219,6 +268,8 @@ def test_html_report(report):
     for figure in FIGURES:
         assert f"{figure}.png" in html
     assert "claims.html" in html and "provenance.html" in html
+    # captions name the tables of this scale's folder
+    assert f"{SMOKE}/matrix/regret_vs_horizon.parquet" in html.replace("\\/", "/")
 
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -272,10 +323,10 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     from selenium.webdriver.common.by import By
 
     for figure in FIGURES:
-        _open(browser, report, "Figures", f"results/figures/{figure}.png")
+        _open(browser, report, "Figures", f"{SMOKE}/figures/{figure}.png")
         image = browser.find_element(By.XPATH, "//img[starts-with(@src, 'data:image/png')]")
         assert browser.execute_script("return arguments[0].naturalWidth", image) > 500
-    _open(browser, report, "Audit", "results/audit/claims.html")
+    _open(browser, report, "Audit", f"{SMOKE}/audit/claims.html")
     browser.switch_to.frame(browser.find_element(By.TAG_NAME, "iframe"))
     rows = browser.find_elements(By.CSS_SELECTOR, "table.claims tbody tr")
     audits = [pd.read_csv(report.parent / f"audit/{figure}.csv") for figure in FIGURES]
@@ -286,7 +337,7 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     shot = browser.get_screenshot_as_png()
     (tmp_path / "claims.png").write_bytes(shot)
     assert _not_blank(shot) > 10
-    _open(browser, report, "Provenance", "results/provenance.html")
+    _open(browser, report, "Provenance", f"{SMOKE}/provenance.html")
     browser.switch_to.frame(browser.find_element(By.TAG_NAME, "iframe"))
     steps = browser.find_elements(By.XPATH, "//h2[@id='runtimes']/following::table[1]//tbody/tr")
     benchmarks = list((report.parent / "benchmarks").glob("*.tsv"))

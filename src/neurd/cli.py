@@ -73,6 +73,17 @@ def _provenance(args) -> None:
         write_html(record, args.html)
 
 
+def _check_config(args) -> None:
+    from neurd.stages import load_config, results_root
+
+    config = load_config(args.files, args.workflow)
+    root = results_root(config)
+    if args.results_dir:
+        print(root)
+    else:
+        log.info("config is valid: scale %r, results in %s/", config["scale"], root)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from neurd import __version__
 
@@ -101,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", default=None, help="output: the same as an HTML page")
     p.add_argument("audits", nargs="+")
     p.set_defaults(func=_audit_gather)
+
+    p = sub.add_parser("check-config",
+                       help="check config files as the Snakefile would, before a run")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="config files merged over the default, as snakemake --configfile")
+    p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
+    p.add_argument("--results-dir", action="store_true",
+                   help="print the folder the config's results go to, and nothing else")
+    p.set_defaults(func=_check_config)
 
     p = sub.add_parser("provenance", help="write provenance.json for a config")
     p.add_argument("--config", required=True, help="snapshot of the whole config (JSON)")

@@ -30,6 +30,15 @@ from neurd.pipeline._stage import Stage
 
 SETTINGS = ("scale", "seed")  # the top-level keys that are not a stage's section
 
+# Where a scale's results go: the default scale in results/ itself (the paths
+# the README documents), every other scale in results/<scale>/, so no two
+# scales share a file.  A scale cannot take the name of an entry of the
+# default's layout (the stage sections and these).
+DEFAULT_SCALE = "default"
+RESULTS = "results"
+RESULT_ENTRIES = ("audit", "benchmarks", "config", "figures", "games", "logs",
+                  "provenance.json", "provenance.html", "report.html", "README.md")
+
 
 def _find() -> dict[str, Stage]:
     package = importlib.import_module("neurd.pipeline")
@@ -55,9 +64,19 @@ def check(config: Mapping) -> None:
     if unknown:
         raise ConfigError(f"config: {unknown[0]!r} was unexpected: not a setting "
                           f"{list(SETTINGS)} or a stage section {list(SECTIONS)}")
+    scale = config.get("scale")
+    if isinstance(scale, str) and scale in (*SECTIONS, *RESULT_ENTRIES):
+        raise ConfigError(f"scale: {scale!r} is taken by the default scale's results "
+                          f"(results/{scale}); name the scale otherwise")
     for section, stage in STAGES.items():
         if config.get(section):
             stage.check(config[section])
+
+
+def results_root(config: Mapping) -> str:
+    """The folder a config's results go to: ``results`` or ``results/<scale>``."""
+    scale = config.get("scale", DEFAULT_SCALE)
+    return RESULTS if scale == DEFAULT_SCALE else f"{RESULTS}/{scale}"
 
 
 def non_finite(value, path: str = "") -> list[str]:
@@ -100,6 +119,75 @@ def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
         raise ConfigError(f"{error}{where}") from None
 
 
+DEFAULT_CONFIG = "workflow/config/default.yaml"
+
+
+def read_config_file(path: str | os.PathLike) -> dict:
+    """One config file as Snakemake reads it (JSON, else YAML through yte); errors name it.
+
+    Snakemake reads ``--configfile`` before the Snakefile runs, and its own
+    messages for a missing or malformed file do not always name the file;
+    ``neurd check-config`` (which ``make`` runs first) reads it here instead.
+    """
+    import json
+
+    import yaml
+    import yte
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise ConfigError(f"config file {path}: cannot read it: {error.strerror or error}") \
+            from None
+    try:
+        config = json.loads(text)
+    except ValueError:
+        try:
+            config = yte.process_yaml(text, require_use_yte=True)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"config file {path} is neither JSON nor valid YAML"
+                              f"{_yaml_problem(text, error)}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"config file {path}: expected keys at the top level (a mapping), "
+                          f"got {type(config).__name__}")
+    return config
+
+
+def _yaml_problem(text: str, error) -> str:
+    """Where and what YAML found wrong (yte's errors lose the position; PyYAML's keep it)."""
+    import yaml
+
+    try:
+        yaml.safe_load(text)
+    except yaml.MarkedYAMLError as marked:
+        error = marked
+    except yaml.YAMLError:
+        pass
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    what = ", ".join(filter(None, (getattr(error, "context", None),
+                                   getattr(error, "problem", None))))
+    return f"{where}: {what or ' '.join(str(error).split())}"
+
+
+def load_config(files=(), workflow_dir: str | os.PathLike = ".") -> dict:
+    """The config the Snakefile would see: the default config, each file merged over it
+    as ``--configfile`` does, validated (:func:`validate`); errors name key and file."""
+    from snakemake.utils import update_config
+
+    workflow_dir = Path(workflow_dir)
+    default = workflow_dir / DEFAULT_CONFIG
+    if not default.is_file():
+        raise ConfigError(f"{default} not found: run from the workflow's folder (the one "
+                          "holding the Snakefile) or name it")
+    config = read_config_file(default)
+    for path in files:
+        update_config(config, read_config_file(path))
+    validate(config, workflow_dir / "workflow/schemas", [DEFAULT_CONFIG, *map(str, files)])
+    return config
+
+
 @dataclass(frozen=True)
 class FigureJob:
     """One figure to draw: its name, module, config section and input tables (name -> path)."""
@@ -111,12 +199,17 @@ class FigureJob:
 
 
 def figures(config: Mapping) -> list[FigureJob]:
-    """Every figure the config makes, in stage order, with its inputs resolved."""
+    """Every figure the config makes, in stage order, with its inputs resolved.
+
+    A module's ``INPUTS`` are relative to the results folder; the jobs' inputs
+    are under :func:`results_root` of ``config``.
+    """
+    root = results_root(config)
     jobs = []
     for section, stage in STAGES.items():
         for figure in stage.figures(config[section]):
             module = importlib.import_module(f"neurd.figures.{figure.module}")
-            inputs = {name: path.format(**figure.wildcards)
+            inputs = {name: f"{root}/{path.format(**figure.wildcards)}"
                       for name, path in module.INPUTS.items()}
             jobs.append(FigureJob(figure.name, figure.module, section, inputs))
     names = [job.name for job in jobs]

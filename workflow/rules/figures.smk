@@ -12,22 +12,22 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
         input:
             unpack(
                 lambda wildcards: {
-                    "cfg": f"results/config/{FIGURE_JOBS[wildcards.figure].section}.json",
+                    "cfg": res(f"config/{FIGURE_JOBS[wildcards.figure].section}.json"),
                     **FIGURE_JOBS[wildcards.figure].inputs,
                 }
             ),
         output:
             png=report(
-                "results/figures/{figure}.png",
+                res("figures/{figure}.png"),
                 caption=f"../report/{module}.rst",
                 category="Figures",
             ),
-            pdf="results/figures/{figure}.pdf",
-            audit="results/audit/{figure}.csv",
+            pdf=res("figures/{figure}.pdf"),
+            audit=res("audit/{figure}.csv"),
         log:
-            "results/logs/{figure}.log",
+            res("logs/{figure}.log"),
         benchmark:
-            "results/benchmarks/{figure}.tsv"
+            res("benchmarks/{figure}.tsv")
         wildcard_constraints:
             figure="|".join(name for name, job in FIGURE_JOBS.items() if job.module == module),
         conda:
@@ -51,12 +51,12 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
 rule claims_audit:
     """All figures' claims: a Markdown file, and an HTML page the report shows."""
     input:
-        expand("results/audit/{figure}.csv", figure=FIGURES),
+        expand(res("audit/{figure}.csv"), figure=FIGURES),
     output:
-        md="results/audit/claims.md",
-        html=report("results/audit/claims.html", caption="../report/claims.rst", category="Audit"),
+        md=res("audit/claims.md"),
+        html=report(res("audit/claims.html"), caption="../report/claims.rst", category="Audit"),
     log:
-        "results/logs/claims_audit.log",
+        res("logs/claims_audit.log"),
     localrule: True
     conda:
         CONDA_ENV
@@ -68,19 +68,21 @@ rule provenance:
     """Packages, git revision, config and its hash, seeds, machine, the runtime of every
     step.  Depends on every figure so it is rewritten whenever any result is."""
     input:
-        cfg="results/config/all.json",
+        cfg=res("config/all.json"),
         figures=FIGURE_FILES,
-        audit="results/audit/claims.md",
+        audit=res("audit/claims.md"),
     output:
-        json="results/provenance.json",
+        json=res("provenance.json"),
         html=report(
-            "results/provenance.html", caption="../report/provenance.rst", category="Provenance"
+            res("provenance.html"), caption="../report/provenance.rst", category="Provenance"
         ),
     log:
-        "results/logs/provenance.log",
+        res("logs/provenance.log"),
     localrule: True
     conda:
         CONDA_ENV
+    params:
+        benchmarks=res("benchmarks"),
     shell:
         "neurd provenance --config {input.cfg} --out {output.json} --html {output.html}"
-        " --benchmarks results/benchmarks > {log} 2>&1"
+        " --benchmarks {params.benchmarks} > {log} 2>&1"

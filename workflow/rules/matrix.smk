@@ -5,15 +5,15 @@ rule regret_sweep:
     """Final regret of Hedge and SPG at every horizon x step size, with and
     without Forfeit; the tuned curves of Fig 1; the alternative reward readings."""
     input:
-        cfg="results/config/matrix.json",
+        cfg=res("config/matrix.json"),
     output:
-        sweep="results/matrix/regret_sweep.parquet",
-        tuned="results/matrix/regret_vs_horizon.parquet",
-        readings="results/matrix/reward_readings.parquet",
+        sweep=res("matrix/regret_sweep.parquet"),
+        tuned=res("matrix/regret_vs_horizon.parquet"),
+        readings=res("matrix/reward_readings.parquet"),
     log:
-        "results/logs/regret_sweep.log",
+        res("logs/regret_sweep.log"),
     benchmark:
-        "results/benchmarks/regret_sweep.tsv"
+        res("benchmarks/regret_sweep.tsv")
     conda:
         CONDA_ENV
     threads: 1
@@ -28,13 +28,13 @@ rule regret_sweep:
 rule regret_trajectories:
     """Logits and policies of Hedge and SPG, round by round (Fig 2)."""
     input:
-        cfg="results/config/matrix.json",
+        cfg=res("config/matrix.json"),
     output:
-        "results/matrix/trajectories.parquet",
+        res("matrix/trajectories.parquet"),
     log:
-        "results/logs/regret_trajectories.log",
+        res("logs/regret_trajectories.log"),
     benchmark:
-        "results/benchmarks/regret_trajectories.tsv"
+        res("benchmarks/regret_trajectories.tsv")
     conda:
         CONDA_ENV
     threads: 1

@@ -11,13 +11,13 @@ NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
 rule neural_game:
     """A Fig 6 game compiled once into arrays (information-state tensors included)."""
     input:
-        cfg="results/config/neural.json",
+        cfg=res("config/neural.json"),
     output:
-        "results/neural/{game}/game.npz",
+        res("neural/{game}/game.npz"),
     log:
-        "results/logs/neural_game_{game}.log",
+        res("logs/neural_game_{game}.log"),
     benchmark:
-        "results/benchmarks/neural_game_{game}.tsv"
+        res("benchmarks/neural_game_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
     conda:
@@ -34,15 +34,15 @@ rule neural_run:
     """One job: every algorithm and entropy level for a chunk of run seeds; the job's
     state is checkpointed (params.checkpoint, not an output) and resumed after a kill."""
     input:
-        cfg="results/config/neural.json",
-        game="results/neural/{game}/game.npz",
+        cfg=res("config/neural.json"),
+        game=res("neural/{game}/game.npz"),
     output:
-        curves="results/neural/{game}/jobs/{critic}_{chunk}_curves.parquet",
-        policies="results/neural/{game}/jobs/{critic}_{chunk}_policies.parquet",
+        curves=res("neural/{game}/jobs/{critic}_{chunk}_curves.parquet"),
+        policies=res("neural/{game}/jobs/{critic}_{chunk}_policies.parquet"),
     log:
-        "results/logs/neural_run_{game}_{critic}_{chunk}.log",
+        res("logs/neural_run_{game}_{critic}_{chunk}.log"),
     benchmark:
-        "results/benchmarks/neural_run_{game}_{critic}_{chunk}.tsv"
+        res("benchmarks/neural_run_{game}_{critic}_{chunk}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
         critic="learned|exact",
@@ -55,7 +55,7 @@ rule neural_run:
         runtime=lambda wildcards: job_runtime_minutes(NEURAL, wildcards.game),
         gpu=NEURAL["gpus_per_job"],
     params:
-        checkpoint="results/neural/{game}/jobs/{critic}_{chunk}_checkpoint.npz",
+        checkpoint=res("neural/{game}/jobs/{critic}_{chunk}_checkpoint.npz"),
     shell:
         "neurd neural-run --config {input.cfg} --game {wildcards.game}"
         " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
@@ -67,28 +67,28 @@ rule neural_table:
     """A game's tables: NashConv curves, end-of-phase policies, diagnostics, per-run
     summary and bootstrap CIs over seeds."""
     input:
-        cfg="results/config/neural.json",
-        game="results/neural/{game}/game.npz",
+        cfg=res("config/neural.json"),
+        game=res("neural/{game}/game.npz"),
         curves=lambda wildcards: [
-            f"results/neural/{g}/jobs/{c}_{k}_curves.parquet"
+            res(f"neural/{g}/jobs/{c}_{k}_curves.parquet")
             for g, c, k in NEURAL_JOBS
             if g == wildcards.game
         ],
         policies=lambda wildcards: [
-            f"results/neural/{g}/jobs/{c}_{k}_policies.parquet"
+            res(f"neural/{g}/jobs/{c}_{k}_policies.parquet")
             for g, c, k in NEURAL_JOBS
             if g == wildcards.game and c == "learned"
         ],
     output:
-        nashconv="results/neural/{game}/nashconv.parquet",
-        policies="results/neural/{game}/policies.parquet",
-        diagnostics="results/neural/{game}/diagnostics.parquet",
-        summary="results/neural/{game}/summary.parquet",
-        ci="results/neural/{game}/nashconv_ci.parquet",
+        nashconv=res("neural/{game}/nashconv.parquet"),
+        policies=res("neural/{game}/policies.parquet"),
+        diagnostics=res("neural/{game}/diagnostics.parquet"),
+        summary=res("neural/{game}/summary.parquet"),
+        ci=res("neural/{game}/nashconv_ci.parquet"),
     log:
-        "results/logs/neural_table_{game}.log",
+        res("logs/neural_table_{game}.log"),
     benchmark:
-        "results/benchmarks/neural_table_{game}.tsv"
+        res("benchmarks/neural_table_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
     conda:
@@ -107,18 +107,18 @@ rule neural_table:
 rule neural_combine:
     """Every game's tables in one of each: the inputs of Fig 6."""
     input:
-        cfg="results/config/neural.json",
-        nashconv=expand("results/neural/{game}/nashconv.parquet", game=NEURAL["games"]),
-        diagnostics=expand("results/neural/{game}/diagnostics.parquet", game=NEURAL["games"]),
-        summary=expand("results/neural/{game}/summary.parquet", game=NEURAL["games"]),
-        ci=expand("results/neural/{game}/nashconv_ci.parquet", game=NEURAL["games"]),
+        cfg=res("config/neural.json"),
+        nashconv=expand(res("neural/{game}/nashconv.parquet"), game=NEURAL["games"]),
+        diagnostics=expand(res("neural/{game}/diagnostics.parquet"), game=NEURAL["games"]),
+        summary=expand(res("neural/{game}/summary.parquet"), game=NEURAL["games"]),
+        ci=expand(res("neural/{game}/nashconv_ci.parquet"), game=NEURAL["games"]),
     output:
-        nashconv="results/neural/nashconv.parquet",
-        diagnostics="results/neural/diagnostics.parquet",
-        summary="results/neural/summary.parquet",
-        ci="results/neural/nashconv_ci.parquet",
+        nashconv=res("neural/nashconv.parquet"),
+        diagnostics=res("neural/diagnostics.parquet"),
+        summary=res("neural/summary.parquet"),
+        ci=res("neural/nashconv_ci.parquet"),
     log:
-        "results/logs/neural_combine.log",
+        res("logs/neural_combine.log"),
     localrule: True
     conda:
         CONDA_ENV
@@ -126,7 +126,9 @@ rule neural_combine:
     resources:
         mem_mb=4000,
         runtime=10,
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.nashconv),
     shell:
         "neurd neural-combine --config {input.cfg} --nashconv {input.nashconv}"
         " --diagnostics {input.diagnostics} --summary {input.summary}"
-        " --nashconv_ci {input.ci} --out-dir results/neural > {log} 2>&1"
+        " --nashconv_ci {input.ci} --out-dir {params.out_dir} > {log} 2>&1"

@@ -5,13 +5,13 @@ rule rps_nash_sets:
     """Closed-form Nash of every RPS game used, and the range of each action over
     all symmetric Nash policies (LP): the evidence for the paper's Nash locations."""
     input:
-        cfg="results/config/rps.json",
+        cfg=res("config/rps.json"),
     output:
-        "results/rps/nash_sets.parquet",
+        res("rps/nash_sets.parquet"),
     log:
-        "results/logs/rps_nash_sets.log",
+        res("logs/rps_nash_sets.log"),
     benchmark:
-        "results/benchmarks/rps_nash_sets.tsv"
+        res("benchmarks/rps_nash_sets.tsv")
     conda:
         CONDA_ENV
     threads: 1
@@ -26,15 +26,15 @@ rule rps_portraits:
     """Fig 3 data: RD and SPG trajectories and time averages (solve_ivp), the
     flows' direction field, and the RD/PG speed ratio over the simplex."""
     input:
-        cfg="results/config/rps.json",
+        cfg=res("config/rps.json"),
     output:
-        flows="results/rps/flows.parquet",
-        field="results/rps/vector_field.parquet",
-        speed="results/rps/speed_ratio.parquet",
+        flows=res("rps/flows.parquet"),
+        field=res("rps/vector_field.parquet"),
+        speed=res("rps/speed_ratio.parquet"),
     log:
-        "results/logs/rps_portraits.log",
+        res("logs/rps_portraits.log"),
     benchmark:
-        "results/benchmarks/rps_portraits.tsv"
+        res("benchmarks/rps_portraits.tsv")
     conda:
         CONDA_ENV
     threads: 1
@@ -50,13 +50,13 @@ rule rps_biased:
     """Fig 4a data: NashConv of the time-average policy of Euler-integrated NeuRD
     and SPG from initial policies drawn uniformly from the simplex."""
     input:
-        cfg="results/config/rps.json",
+        cfg=res("config/rps.json"),
     output:
-        "results/rps/nashconv_biased.parquet",
+        res("rps/nashconv_biased.parquet"),
     log:
-        "results/logs/rps_biased.log",
+        res("logs/rps_biased.log"),
     benchmark:
-        "results/benchmarks/rps_biased.tsv"
+        res("benchmarks/rps_biased.tsv")
     conda:
         CONDA_ENV
     threads: 1
@@ -71,14 +71,14 @@ rule rps_nonstationary:
     """Fig 5 data: the same through phases of nu, learning carried over; mean
     curves under both readings of the time average."""
     input:
-        cfg="results/config/rps.json",
+        cfg=res("config/rps.json"),
     output:
-        table="results/rps/nashconv_nonstationary.parquet",
-        readings="results/rps/nonstationary_readings.parquet",
+        table=res("rps/nashconv_nonstationary.parquet"),
+        readings=res("rps/nonstationary_readings.parquet"),
     log:
-        "results/logs/rps_nonstationary.log",
+        res("logs/rps_nonstationary.log"),
     benchmark:
-        "results/benchmarks/rps_nonstationary.tsv"
+        res("benchmarks/rps_nonstationary.tsv")
     conda:
         CONDA_ENV
     threads: 1
@@ -94,14 +94,14 @@ rule rps_ci:
     """Mean NashConv per (algorithm, iteration) with its bootstrap confidence
     interval over trajectories (scipy.stats.bootstrap, vectorised)."""
     input:
-        cfg="results/config/rps.json",
-        table="results/rps/nashconv_{experiment}.parquet",
+        cfg=res("config/rps.json"),
+        table=res("rps/nashconv_{experiment}.parquet"),
     output:
-        "results/rps/nashconv_{experiment}_ci.parquet",
+        res("rps/nashconv_{experiment}_ci.parquet"),
     log:
-        "results/logs/rps_ci_{experiment}.log",
+        res("logs/rps_ci_{experiment}.log"),
     benchmark:
-        "results/benchmarks/rps_ci_{experiment}.tsv"
+        res("benchmarks/rps_ci_{experiment}.tsv")
     wildcard_constraints:
         experiment="biased|nonstationary",
     conda:

@@ -11,13 +11,13 @@ rule compile_game:
     """Walk the OpenSpiel game once into arrays (histories, information
     states with their strings and tensors, sequence form)."""
     input:
-        cfg="results/config/tabular.json",
+        cfg=res("config/tabular.json"),
     output:
-        "results/games/{game}.npz",
+        res("games/{game}.npz"),
     log:
-        "results/logs/compile_game_{game}.log",
+        res("logs/compile_game_{game}.log"),
     benchmark:
-        "results/benchmarks/compile_game_{game}.tsv"
+        res("benchmarks/compile_game_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
     conda:
@@ -35,14 +35,14 @@ rule tabular_sweep:
     """CFR(NeuRD) and CFR(SPG) at every step size: NashConv of the average
     policy at log-spaced checkpoints, one jitted program per game."""
     input:
-        cfg="results/config/tabular.json",
-        game="results/games/{game}.npz",
+        cfg=res("config/tabular.json"),
+        game=res("games/{game}.npz"),
     output:
-        "results/tabular/{game}/sweep.parquet",
+        res("tabular/{game}/sweep.parquet"),
     log:
-        "results/logs/tabular_sweep_{game}.log",
+        res("logs/tabular_sweep_{game}.log"),
     benchmark:
-        "results/benchmarks/tabular_sweep_{game}.tsv"
+        res("benchmarks/tabular_sweep_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
     conda:
@@ -59,13 +59,13 @@ rule tabular_sweep:
 rule tabular_reference:
     """OpenSpiel's C++ CFR (regret matching) or CFR+ at the same checkpoints."""
     input:
-        cfg="results/config/tabular.json",
+        cfg=res("config/tabular.json"),
     output:
-        "results/tabular/{game}/reference_{solver}.parquet",
+        res("tabular/{game}/reference_{solver}.parquet"),
     log:
-        "results/logs/tabular_reference_{game}_{solver}.log",
+        res("logs/tabular_reference_{game}_{solver}.log"),
     benchmark:
-        "results/benchmarks/tabular_reference_{game}_{solver}.tsv"
+        res("benchmarks/tabular_reference_{game}_{solver}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
         solver="|".join(REFERENCE_SOLVERS),
@@ -83,16 +83,16 @@ rule tabular_reference:
 rule tabular_nashconv:
     """Sweep and reference curves in the table Figure 4b reads."""
     input:
-        cfg="results/config/tabular.json",
-        sweep="results/tabular/{game}/sweep.parquet",
+        cfg=res("config/tabular.json"),
+        sweep=res("tabular/{game}/sweep.parquet"),
         reference=expand(
-            "results/tabular/{{game}}/reference_{solver}.parquet",
+            res("tabular/{{game}}/reference_{solver}.parquet"),
             solver=TABULAR["reference_solvers"],
         ),
     output:
-        "results/tabular/{game}/nashconv.parquet",
+        res("tabular/{game}/nashconv.parquet"),
     log:
-        "results/logs/tabular_nashconv_{game}.log",
+        res("logs/tabular_nashconv_{game}.log"),
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
     localrule: True

@@ -197,9 +197,9 @@ def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame,
 
 
 INPUTS = {
-    "sweep": "results/matrix/regret_sweep.parquet",
-    "tuned": "results/matrix/regret_vs_horizon.parquet",
-    "readings": "results/matrix/reward_readings.parquet",
+    "sweep": "matrix/regret_sweep.parquet",
+    "tuned": "matrix/regret_vs_horizon.parquet",
+    "readings": "matrix/reward_readings.parquet",
 }
 
 

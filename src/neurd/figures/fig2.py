@@ -171,9 +171,9 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
 
 
 INPUTS = {
-    "trajectories": "results/matrix/trajectories.parquet",
-    "sweep": "results/matrix/regret_sweep.parquet",
-    "readings": "results/matrix/reward_readings.parquet",
+    "trajectories": "matrix/trajectories.parquet",
+    "sweep": "matrix/regret_sweep.parquet",
+    "readings": "matrix/reward_readings.parquet",
 }
 
 

@@ -20,10 +20,10 @@ from neurd.names import NEURD, SPG
 
 FIGURE = "fig3"
 INPUTS = {
-    "flows": "results/rps/flows.parquet",
-    "field": "results/rps/vector_field.parquet",
-    "speed": "results/rps/speed_ratio.parquet",
-    "nash": "results/rps/nash_sets.parquet",
+    "flows": "rps/flows.parquet",
+    "field": "rps/vector_field.parquet",
+    "speed": "rps/speed_ratio.parquet",
+    "nash": "rps/nash_sets.parquet",
 }
 CORNERS = ("rock", "paper", "scissors")   # ternary top, left, right
 PANELS = {

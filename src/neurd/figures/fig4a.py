@@ -21,8 +21,8 @@ from neurd.stats import first_crossing, loglog_slope
 
 FIGURE = "fig4a"
 INPUTS = {
-    "nashconv": "results/rps/nashconv_biased.parquet",
-    "ci": "results/rps/nashconv_biased_ci.parquet",
+    "nashconv": "rps/nashconv_biased.parquet",
+    "ci": "rps/nashconv_biased_ci.parquet",
 }
 ALGORITHMS = names.LEARNERS
 

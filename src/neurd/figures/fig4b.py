@@ -25,7 +25,7 @@ from neurd.audit import Claim, fmt, verdict
 from neurd.figures import style
 
 # One figure per game of the tabular section (fig4b, fig4b_<game>): {game} is its wildcard.
-INPUTS = {"nashconv": "results/tabular/{game}/nashconv.parquet"}
+INPUTS = {"nashconv": "tabular/{game}/nashconv.parquet"}
 PAPER_STEP_SIZES = (0.5, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 
 

@@ -24,10 +24,10 @@ from neurd.stats import loglog_slope, mean_height
 
 FIGURE = "fig5"
 INPUTS = {
-    "nashconv": "results/rps/nashconv_nonstationary.parquet",
-    "ci": "results/rps/nashconv_nonstationary_ci.parquet",
-    "readings": "results/rps/nonstationary_readings.parquet",
-    "nash": "results/rps/nash_sets.parquet",
+    "nashconv": "rps/nashconv_nonstationary.parquet",
+    "ci": "rps/nashconv_nonstationary_ci.parquet",
+    "readings": "rps/nonstationary_readings.parquet",
+    "nash": "rps/nash_sets.parquet",
 }
 ALGORITHMS = names.LEARNERS
 

@@ -28,10 +28,10 @@ from neurd.names import NEURD, SPG
 
 FIGURE = "fig6"
 INPUTS = {
-    "nashconv": "results/neural/nashconv.parquet",
-    "ci": "results/neural/nashconv_ci.parquet",
-    "summary": "results/neural/summary.parquet",
-    "diagnostics": "results/neural/diagnostics.parquet",
+    "nashconv": "neural/nashconv.parquet",
+    "ci": "neural/nashconv_ci.parquet",
+    "summary": "neural/summary.parquet",
+    "diagnostics": "neural/diagnostics.parquet",
 }
 PAPER_PHASE_ITERATIONS = 330_000
 PAPER_SEEDS = 40

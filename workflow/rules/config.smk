@@ -1,0 +1,23 @@
+# The config snapshots every step computes from.
+from neurd.config import section
+from neurd.tables import write_json
+
+
+rule config_snapshot:
+    """The validated config section a step computes from, with the seed:
+    the --config file of every command-line step (rerun by hand from it)."""
+    output:
+        res("config/{section}.json"),
+    log:
+        res("logs/config_snapshot_{section}.log"),
+    wildcard_constraints:
+        section="|".join(["all", *SECTIONS]),
+    localrule: True
+    params:
+        cfg=lambda wildcards: (
+            config if wildcards.section == "all" else section(config, wildcards.section)
+        ),
+    run:
+        write_json(output[0], params.cfg)
+        with open(log[0], "w") as handle:
+            print(f"wrote {output[0]}", file=handle)
