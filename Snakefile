@@ -10,12 +10,12 @@
 # rule all, provenance) finds it through the registry.
 from snakemake.utils import min_version
 
-from neurd.stages import validate
+from neurd.stages import DEFAULT_CONFIG, validate
 
 min_version("9.0")
 
 
-configfile: "workflow/config/default.yaml"
+configfile: DEFAULT_CONFIG
 
 
 # Each section against its schema (types, ranges, unknown keys, defaults), then
@@ -24,7 +24,7 @@ configfile: "workflow/config/default.yaml"
 validate(
     config,
     f"{workflow.basedir}/workflow/schemas",
-    ["workflow/config/default.yaml", *workflow.overwrite_configfiles],
+    [DEFAULT_CONFIG, *workflow.overwrite_configfiles],
 )
 
 

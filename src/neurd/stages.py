@@ -6,7 +6,8 @@ files and one line of the Snakefile:
 
 * ``src/neurd/pipeline/<section>.py``: its tables, its ``neurd`` steps and
   ``STAGE`` (section, cross-field checks, figures);
-* ``src/neurd/figures/<figure>.py``: ``INPUTS`` (name -> table path) and ``make()``;
+* ``src/neurd/figures/<figure>.py``: ``INPUTS`` (name -> table path in the results
+  folder) and ``make()``;
 * ``workflow/schemas/<section>.schema.yaml``: its config section's schema;
 * ``workflow/rules/<section>.smk``: the rules that make its tables, included
   from the Snakefile.
