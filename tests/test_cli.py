@@ -130,7 +130,7 @@ def test_check_config_validates_as_the_snakefile_does(tmp_path):
     assert run.returncode == 0 and "results in results/laptop/" in run.stderr
 
 
-def test_check_config_prints_the_results_folder(tmp_path):
+def test_check_config_prints_the_results_folder():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]

@@ -275,7 +275,7 @@ def _ratio_claim(speed: pd.DataFrame) -> Claim:
     )
 
 
-def claims(tables: Mapping[str, pd.DataFrame], cfg: Mapping) -> list[Claim]:
+def claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
     flows, nash = tables["flows"], tables["nash"]
     return [*_cycle_claim(flows, nash), *_average_claims(flows, nash),
             _ratio_claim(tables["speed"])]
@@ -283,4 +283,4 @@ def claims(tables: Mapping[str, pd.DataFrame], cfg: Mapping) -> list[Claim]:
 
 def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
     """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
-    return plot(tables, cfg), claims(tables, cfg)
+    return plot(tables, cfg), claims(tables)

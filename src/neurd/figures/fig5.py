@@ -157,7 +157,7 @@ def _nash_claims(nash: pd.DataFrame, bounds) -> list[Claim]:
     return rows
 
 
-def _trend_rows(ci: pd.DataFrame, bounds, restart: bool) -> list[Claim]:
+def _trend_rows(ci: pd.DataFrame, bounds) -> list[Claim]:
     rows = []
     for phase, nu, first, last in bounds:
         curves = {a: ci[(ci.algorithm == a) & (ci.phase == phase)].sort_values("iteration")
@@ -217,7 +217,7 @@ def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim
 def claims(ci, readings, nash, cfg) -> list[Claim]:
     restart = bool(cfg["nonstationary"]["restart_average"])
     bounds = phase_bounds(readings)
-    return [*_nash_claims(nash, bounds), *_trend_rows(ci, bounds, restart),
+    return [*_nash_claims(nash, bounds), *_trend_rows(ci, bounds),
             _other_reading_claim(readings, bounds, restart)]
 
 

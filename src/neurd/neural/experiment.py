@@ -104,23 +104,6 @@ def _exact_setup(compiled: CompiledGame):
     return sequence_form(compiled), history_tree(compiled)
 
 
-@jax.jit
-def _measure(form, tree, tables, critics, etas, sign):
-    """NashConv ``[C]`` and critic RMS error ``[C]`` of float64 policies ``[C, I, A]``."""
-    legal = tree.legal
-    signed = dataclasses.replace(form, terminal_payoff=sign * form.terminal_payoff)
-
-    def one(policy, critic, eta):
-        value = nash_conv(signed, policy)
-        continuation = action_values(tree, policy, eta, sign)[1]
-        weight = infostate_reach(tree, policy)
-        count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
-        error = jnp.sum(jnp.where(legal, jnp.square(critic - continuation), 0.0), -1) / count
-        return value, jnp.sqrt(jnp.sum(weight * error) / jnp.sum(weight))
-
-    return jax.vmap(one)(tables, critics, etas)
-
-
 def exact_policies(tables: jax.Array, legal: jax.Array) -> jax.Array:
     """The network's float32 policy tables in float64, renormalised over the legal actions.
 
