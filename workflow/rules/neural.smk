@@ -55,7 +55,7 @@ rule neural_run:
         runtime=lambda wildcards: job_runtime_minutes(NEURAL, wildcards.game),
         gpu=NEURAL["gpus_per_job"],
     params:
-        checkpoint=res("neural/{game}/jobs/{critic}_{chunk}_checkpoint.npz"),
+        checkpoint=res("neural/{game}/jobs/{critic}_{chunk}_checkpoint"),
     shell:
         "neurd neural-run --config {input.cfg} --game {wildcards.game}"
         " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"

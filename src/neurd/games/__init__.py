@@ -9,9 +9,15 @@
 
 The paper's three games, their strings and information-state counts are
 :data:`neurd.names.GAMES`.
+
+Loading a compiled game needs no OpenSpiel: the names that walk or load an
+OpenSpiel game import it on first use, so a GPU node with only the runtime
+packages (JAX, flax, optax, pandas, pyarrow) runs the neural jobs from the
+compiled ``.npz`` files.
 """
 
-from neurd.games.compile import DEFAULT_MAX_HISTORIES, compile_configured, compile_game
+import importlib
+
 from neurd.games.compiled import (
     CHANCE,
     FORMAT,
@@ -19,12 +25,25 @@ from neurd.games.compiled import (
     NO_INDEX,
     TERMINAL,
     CompiledGame,
+    GameError,
     GameFileError,
     load,
     negated,
     save,
 )
-from neurd.games.openspiel import GameError, openspiel_game
+
+_LAZY = {
+    "DEFAULT_MAX_HISTORIES": "neurd.games.compile",
+    "compile_configured": "neurd.games.compile",
+    "compile_game": "neurd.games.compile",
+    "openspiel_game": "neurd.games.openspiel",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CHANCE", "DEFAULT_MAX_HISTORIES", "FORMAT", "FORMAT_VERSION", "NO_INDEX", "TERMINAL",

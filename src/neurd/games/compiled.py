@@ -38,6 +38,10 @@ TERMINAL = -2  # history_player of a terminal history
 NO_INDEX = -1  # "none": the root's parent, a non-decision history's info state, ...
 
 
+class GameError(ValueError):
+    """A game the exact engine refuses, with the reason and the game string."""
+
+
 class GameFileError(ValueError):
     """A compiled-game file that is not one this version can read."""
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import pyspiel
 
-
-class GameError(ValueError):
-    """A game the exact engine refuses, with the reason and the game string."""
+from neurd.games.compiled import GameError  # noqa: F401  (raised here; defined without pyspiel)
 
 
 def game_type_problems(game: pyspiel.Game) -> list[str]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from neurd.games import TERMINAL
 from neurd.tabular.histories import HistoryTree
@@ -46,12 +47,40 @@ class Episodes:
     value: jax.Array  # float [N]: player 0's regularised return of the whole episode
 
 
+def uniforms(key: jax.Array, depth: int, num: int, dtype=jnp.float32) -> jax.Array:
+    """``[D, num]``: the uniform numbers of ``num`` episodes drawn from ``key``."""
+    return jax.random.uniform(key, (depth, num), dtype=dtype)
+
+
 def sample(tree: HistoryTree, policy: jax.Array, key: jax.Array, num: int, eta=0.0,
            sign=1.0) -> Episodes:
     """``num`` episodes under the policy table ``policy [I, A]`` (rows sum to 1 on legal)."""
+    return sample_uniforms(tree, policy, uniforms(key, tree.depth, num, policy.dtype), eta, sign)
+
+
+def sample_batches(tree: HistoryTree, policy: jax.Array, keys, sizes, eta=0.0, sign=1.0
+                   ) -> list[Episodes]:
+    """Several batches under one policy table in one pass: batch ``j`` has ``sizes[j]``
+    episodes drawn from ``keys[j]``, the very episodes :func:`sample` draws from that key."""
+    drawn = jnp.concatenate([uniforms(k, tree.depth, n, policy.dtype)
+                             for k, n in zip(keys, sizes)], axis=1)
+    episodes = sample_uniforms(tree, policy, drawn, eta, sign)
+    bounds = np.cumsum(sizes)[:-1].tolist()
+    parts = [jnp.split(x, bounds, axis=0) for x in jax.tree_util.tree_leaves(episodes)]
+    treedef = jax.tree_util.tree_structure(episodes)
+    return [jax.tree_util.tree_unflatten(treedef, [p[j] for p in parts])
+            for j in range(len(sizes))]
+
+
+def sample_uniforms(tree: HistoryTree, policy: jax.Array, uniform: jax.Array, eta=0.0,
+                    sign=1.0) -> Episodes:
+    """Episodes driven by the uniform numbers ``uniform [D, N]`` (one per step and episode).
+
+    Every index into an array stays in range: a step's choice is at most the
+    last child slot, and a non-decision step reads information state 0.
+    """
     width = tree.children.shape[1]
     actions = policy.shape[-1]
-    uniforms = jax.random.uniform(key, (tree.depth, num), dtype=policy.dtype)
 
     def step(history, uniform):
         player = tree.player[history]
@@ -65,16 +94,20 @@ def sample(tree: HistoryTree, policy: jax.Array, key: jax.Array, num: int, eta=0
         threshold = uniform * cumulative[:, -1]
         choice = jnp.sum(cumulative <= threshold[:, None], axis=-1)
         choice = jnp.minimum(choice, width - 1)
-        taken = jnp.take_along_axis(probabilities, choice[:, None], axis=-1)[:, 0]
+        pick = jnp.arange(width) == choice[:, None]  # one-hot of the choice: no gather
+        taken = jnp.sum(jnp.where(pick, probabilities, 0.0), axis=-1)
         ratio = taken * tree.num_legal[infostate].astype(policy.dtype)
         own = jnp.where(decision, -eta * jnp.log(jnp.where(decision, ratio, 1.0)), 0.0)
         following = jnp.where(player == TERMINAL, history,
-                              jnp.take_along_axis(children, choice[:, None], axis=-1)[:, 0])
+                              jnp.sum(jnp.where(pick, children, 0), axis=-1))
         record = (jnp.where(decision, infostate, 0), player, choice, decision, own)
         return following, record
 
+    num = uniform.shape[1]
     start = jnp.zeros((num,), jnp.int32)
-    terminal, (infostate, player, action, valid, own) = jax.lax.scan(step, start, uniforms)
+    # unrolled: a handful of levels, and a rolled loop costs a GPU a host round trip per level
+    terminal, (infostate, player, action, valid, own) = jax.lax.scan(step, start, uniform,
+                                                                     unroll=True)
     infostate, player, action, valid, own = (x.T for x in (infostate, player, action, valid, own))
     payoff = (sign * tree.terminal_return[terminal]).astype(own.dtype)
     # Player 0's reward on each step, and everything player 0 receives from the step on.
@@ -90,6 +123,23 @@ def sample(tree: HistoryTree, policy: jax.Array, key: jax.Array, num: int, eta=0
 
 
 def visit_counts(episodes: Episodes, num_infostates: int) -> jax.Array:
-    """``[I]``: how many steps of the episodes were taken at each information state."""
-    return jax.ops.segment_sum(episodes.valid.astype(jnp.float32).ravel(),
-                               episodes.infostate.ravel(), num_segments=num_infostates)
+    """``[I]``: how many steps of the episodes were taken at each information state.
+
+    Counts are small integers, exact in float32 whichever way they are added,
+    so the two ways below give the same numbers: a segment sum on the CPU,
+    and on an accelerator a comparison summed over the steps, which needs no
+    scatter (XLA's deterministic scatter sorts its indices, slow at every cycle).
+    """
+    index, valid = episodes.infostate.ravel(), episodes.valid.ravel()
+
+    def scatter(index, valid):
+        return jax.ops.segment_sum(valid.astype(jnp.float32), index,
+                                   num_segments=num_infostates)
+
+    def compare(index, valid):
+        hits = (index[None, :] == jnp.arange(num_infostates)[:, None]) & valid[None, :]
+        return jnp.sum(hits, axis=1, dtype=jnp.int32).astype(jnp.float32)
+
+    # chosen when the program is traced, for the backend it compiles for (a
+    # lax.platform_dependent keeps both branches and costs the CPU a fifth of its speed)
+    return (scatter if jax.default_backend() == "cpu" else compare)(index, valid)

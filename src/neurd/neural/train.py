@@ -35,14 +35,15 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from neurd import streams
 from neurd.games import CompiledGame
-from neurd.names import LEARNERS
+from neurd.names import LEARNERS, NEURD, SPG
 from neurd.neural import losses, sampler
 from neurd.neural.networks import MLP, masked_policy  # noqa: F401  (re-exported)
-from neurd.tabular.histories import HistoryTree, action_values, history_tree
+from neurd.tabular.histories import PI_FLOOR, HistoryTree, action_values, history_tree
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 CRITICS = ("learned", "exact")
@@ -62,6 +63,7 @@ class Spec:
     optimizer: str = "sgd"
     beta: float = 2.0  # NeuRD's logit threshold
     critic: str = "learned"
+    precision: str = "float32"  # the networks' matrix products (neurd.neural.networks)
 
 
 @jax.tree_util.register_dataclass
@@ -103,7 +105,8 @@ class RunState:
 
 
 def _networks(spec: Spec, game: NeuralGame) -> tuple[MLP, MLP]:
-    return (MLP(spec.hidden, game.num_actions), MLP(spec.hidden, game.num_actions))
+    return (MLP(spec.hidden, game.num_actions, spec.precision),
+            MLP(spec.hidden, game.num_actions, spec.precision))
 
 
 def _optimizers(spec: Spec):
@@ -131,28 +134,46 @@ def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunS
 
 
 def own_terms(table: jax.Array, num_legal: jax.Array, legal: jax.Array, eta) -> jax.Array:
-    """``[I, A]``: ``-eta log(pi(a|x)/mu(a|x))`` at every legal action (``pi`` floored at 1e-30)."""
-    ratio = jnp.maximum(table * num_legal[:, None], 1e-30)
+    """``[I, A]``: ``-eta log(pi(a|x)/mu(a|x))`` at every legal action, ``pi`` floored at
+    :data:`~neurd.tabular.histories.PI_FLOOR` (the exact evaluation's rule too)."""
+    ratio = jnp.maximum(table, PI_FLOOR) * num_legal[:, None]
     return jnp.where(legal, -eta * jnp.log(ratio), 0.0)
 
 
-def cycle(spec: Spec, algorithm: str, game: NeuralGame, state: RunState, key: jax.Array,
-          eta, sign) -> RunState:
-    """``critic_updates`` critic steps, then one policy step (see the module docstring)."""
+def taken_values(values: jax.Array, action: jax.Array) -> jax.Array:
+    """``values [M, A]`` at ``action [M]``, 0 where the action is not one of the ``A``.
+
+    A one-hot product, not a gather: at chance and terminal steps ``action``
+    is a chance outcome or a child slot, possibly ``>= A``, and the transpose
+    of an out-of-range gather is a scatter whose out-of-range updates XLA's
+    deterministic scatter does not drop (NaN everywhere on a GPU).
+    """
+    return jnp.sum(values * jax.nn.one_hot(action, values.shape[-1], dtype=values.dtype), -1)
+
+
+def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
+          is_neurd) -> RunState:
+    """``critic_updates`` critic steps, then one policy step (see the module docstring).
+
+    ``is_neurd``: the configuration's algorithm (NeuRD if true, else SPG); both
+    losses are formed and one is kept, so every algorithm runs in one ``vmap``.
+    """
     policy_net, critic_net = _networks(spec, game)
     policy_opt, critic_opt = _optimizers(spec)
     tree, tensors = game.tree, game.tensors
     keys = jax.random.split(key, spec.critic_updates + 1)
+    # every batch of the cycle samples the same policy table: one pass of the sampler
+    sizes = (spec.critic_batch,) * spec.critic_updates + (spec.policy_batch,)
+    batches = sampler.sample_batches(tree, state.table, list(keys), sizes, eta, sign)
 
     # 1. policy evaluation: the critic regresses Q(x, a) on sampled continuations
     critic, critic_state, critic_loss = state.critic, state.critic_opt, state.critic_loss
-    for j in range(spec.critic_updates):
-        episodes = sampler.sample(tree, state.table, keys[j], spec.critic_batch, eta, sign)
+    for episodes in batches[:-1]:
         inputs = tensors[episodes.infostate.ravel()]
 
         def loss(params, episodes=episodes, inputs=inputs):
             values = critic_net.apply({"params": params}, inputs)
-            taken = jnp.take_along_axis(values, episodes.action.reshape(-1, 1), axis=-1)[:, 0]
+            taken = taken_values(values, episodes.action.ravel())
             return losses.critic_loss(taken, episodes.continuation.ravel(),
                                       episodes.player.ravel(), episodes.valid.ravel())
 
@@ -162,8 +183,7 @@ def cycle(spec: Spec, algorithm: str, game: NeuralGame, state: RunState, key: ja
         critic_loss = critic_loss + value
 
     # 2. policy improvement at every visited information state, weighted by its visits
-    episodes = sampler.sample(tree, state.table, keys[-1], spec.policy_batch, eta, sign)
-    weights = losses.player_weights(sampler.visit_counts(episodes, tree.num_infostates),
+    weights = losses.player_weights(sampler.visit_counts(batches[-1], tree.num_infostates),
                                     game.infostate_player)
     if spec.critic == "exact":
         q = action_values(tree, state.table, eta, sign)[0]
@@ -173,7 +193,13 @@ def cycle(spec: Spec, algorithm: str, game: NeuralGame, state: RunState, key: ja
 
     def policy_loss(params):
         logits = policy_net.apply({"params": params}, tensors)
-        return losses.POLICY_LOSSES[algorithm](logits, q, tree.legal, weights, spec.beta)
+        found = [losses.POLICY_LOSSES[a](logits, q, tree.legal, weights, spec.beta)
+                 for a in spec.algorithms]
+        if len(found) == 1:
+            return found[0]
+        mine = dict(zip(spec.algorithms, found))
+        return (jnp.where(is_neurd, mine[NEURD][0], mine[SPG][0]),
+                jnp.where(is_neurd, mine[NEURD][1], mine[SPG][1]))
 
     (_, blocked), grads = jax.value_and_grad(policy_loss, has_aux=True)(state.policy)
     updates, policy_state = policy_opt.update(grads, state.policy_opt, state.policy)
@@ -194,25 +220,39 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     ``keys[algorithm]`` ``[N, 2]`` and ``etas[algorithm]`` ``[N]`` are per
     configuration; cycle ``c`` draws from ``fold_in(key, c)``, so a run split
     into segments draws what it would in one.  Segment metrics restart at 0.
+    Every algorithm's configurations run in one ``vmap`` (half the kernels of
+    one per algorithm: a cycle's time on a GPU is mostly their launches).
     """
     zero = jnp.zeros((), jnp.float32)
+    algorithms = [a for a in spec.algorithms if a in states]
+    sizes = [keys[a].shape[0] for a in algorithms]
+    bounds = np.cumsum(sizes)[:-1].tolist()
+
+    def joined(parts):
+        return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts)
 
     def fresh(state):
         return RunState(state.policy, state.critic, state.policy_opt, state.critic_opt,
                         state.table, zero * state.blocked, zero * state.critic_loss,
                         zero * state.updates)
 
-    def one(algorithm, state, key, eta, c):
-        return cycle(spec, algorithm, game, state, jax.random.fold_in(key, c), eta, sign)
+    state = fresh(joined([states[a] for a in algorithms]))
+    key = jnp.concatenate([keys[a] for a in algorithms])
+    eta = jnp.concatenate([etas[a] for a in algorithms])
+    is_neurd = jnp.concatenate([jnp.full((n,), a == NEURD) for a, n in zip(algorithms, sizes)])
 
-    def body(i, states):
-        c = first_cycle + i
-        return {a: jax.vmap(partial(one, a), in_axes=(0, 0, 0, None))(states[a], keys[a],
-                                                                       etas[a], c)
-                for a in spec.algorithms}
+    def one(state, key, eta, neurd, c):
+        return cycle(spec, game, state, jax.random.fold_in(key, c), eta, sign, neurd)
 
-    states = {a: fresh(s) for a, s in states.items()}
-    return jax.lax.fori_loop(0, num_cycles, body, states)
+    def body(i, state):
+        return jax.vmap(one, in_axes=(0, 0, 0, 0, None))(state, key, eta, is_neurd,
+                                                          first_cycle + i)
+
+    state = jax.lax.fori_loop(0, num_cycles, body, state)
+    parts = [jnp.split(x, bounds) for x in jax.tree_util.tree_leaves(state)]
+    treedef = jax.tree_util.tree_structure(state)
+    return {a: jax.tree_util.tree_unflatten(treedef, [p[j] for p in parts])
+            for j, a in enumerate(algorithms)}
 
 
 @partial(jax.jit, static_argnames=("spec",))

@@ -155,7 +155,8 @@ def spec(cfg: Mapping, critic: str):
         critic_updates=int(cfg["critic_updates_per_policy_update"]),
         policy_learning_rate=float(cfg["policy_learning_rate"]),
         critic_learning_rate=float(cfg["critic_learning_rate"]),
-        optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic)
+        optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic,
+        precision=cfg["matmul_precision"])
 
 
 def plan(cfg: Mapping, game: str, critic: str, chunk: int):
@@ -291,24 +292,45 @@ def _game_step(args, cfg) -> None:
     games.save(compiled, args.out)
 
 
+EXIT_STOPPED = 75  # neural-run stopped at its wall-time budget, state saved: run it again
+
+
 def _run_step(args, cfg) -> None:
+    minutes = args.stop_after_minutes
+    if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
+        raise SystemExit(f"neurd neural-run: --stop-after-minutes must be a positive number of "
+                         f"minutes, got {minutes}")
     # On a GPU, scatter-adds (segment sums) are atomic and their order varies from run to
     # run unless XLA is told to be deterministic; read when the backend starts, below.
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_gpu_deterministic_ops" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_gpu_deterministic_ops=true".strip()
     from neurd.neural import experiment
+    from neurd.provenance import git_revision
     from neurd.tables import config_hash
 
     compiled = games.load(args.compiled)
     job = plan(cfg, args.game, args.critic, args.chunk)
     identity = {"config_hash": config_hash(cfg), "game": args.game, "critic": args.critic,
                 "chunk": args.chunk}
-    results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
-                             checkpoint_seconds=60.0 * float(cfg["checkpoint_minutes"]),
-                             identity=identity)
+    revision = git_revision(os.path.dirname(os.path.abspath(__file__)))
+    budget = None if args.stop_after_minutes is None else 60.0 * args.stop_after_minutes
+    try:
+        results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
+                                 checkpoint_seconds=60.0 * float(cfg["checkpoint_minutes"]),
+                                 identity=identity, stop_after_seconds=budget,
+                                 revision=str(revision["commit"])
+                                 + ("+changes" if revision["dirty"] else ""))
+    except experiment.Stopped as stopped:
+        log.warning("neurd neural-run: %s", stopped)
+        raise SystemExit(EXIT_STOPPED) from None
     extra = {"game_string": compiled.game_string, "run_seeds": list(job.run_seeds),
-             "critic": args.critic}
+             "critic": args.critic, "pieces": results["pieces"]}
+    for piece in results["pieces"]:
+        log.info("piece on %s (%s, jax %s): %d iterations in %.1f s, %s configuration-"
+                 "iterations/s", piece["device"], piece["platform"], piece["jax"],
+                 piece["iterations"], piece["seconds"],
+                 piece["configuration_iterations_per_second"])
     write_table(run_table(cfg, args.game, args.critic, results, job.configurations),
                 args.curves, columns={**DIAGNOSTIC_COLUMNS, **{
                     k: NASHCONV_COLUMNS[k] for k in ("policy_updates", "trajectories")}},
@@ -356,7 +378,13 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--curves", required=True, help="output: the job's curves (.parquet)")
     p.add_argument("--policies", required=True, help="output: the job's end-of-phase policies")
     p.add_argument("--checkpoint", default=None,
-                   help="where the job state is saved and resumed from (removed at the end)")
+                   help="folder where the job state is saved and resumed from (files of at "
+                        "most 16 MiB; removed at the end)")
+    p.add_argument("--stop-after-minutes", type=float, default=None,
+                   help="wall-time budget: before the next segment would overrun it, save the "
+                        f"state to --checkpoint and exit with status {EXIT_STOPPED}; run the "
+                        "same command again (on this or another machine, with the checkpoint "
+                        "folder) to resume")
 
     p = stage.add_step(sub, "neural-table", "Fig 6 tables of one game from its jobs",
                        _table_step)

@@ -43,13 +43,24 @@ import numpy as np
 from neurd.games import CHANCE, NO_INDEX, TERMINAL, CompiledGame
 
 
+# The regularisation reward -eta log(pi(a|x)/mu(a|x)) of an action of probability 0 is
+# +infinity.  Learner and exact evaluation both floor pi there, at the same value: 1e-30,
+# below any probability a float32 policy carries short of underflow (a reward of at most
+# eta (69 + log |A(x)|)).  The floor only matters at a legal action of probability 0
+# (underflowed), whose edge then adds nothing to any value (its reach is 0) but whose
+# action value q(x, a) is the one the learner pushes on, for learned and exact critic alike.
+PI_FLOOR = 1e-30
+
+
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class HistoryTree:
     """A compiled game's histories as arrays for exact evaluation and sampling.
 
     Per history: ``parent`` (the root is its own parent), ``action`` from the
-    parent, ``parent_player`` and ``parent_infostate`` (0 where the parent is
+    parent where the parent is a decision (0 elsewhere: a chance outcome may
+    exceed the policy's ``A`` columns, and every index here stays in range),
+    ``parent_player`` and ``parent_infostate`` (0 where the parent is
     not a decision), ``chance_probability`` of the edge (1 where the parent is
     not chance), ``player``, ``infostate`` (0 where not a decision),
     ``children [H, B]`` (the history itself in empty slots) and
@@ -81,9 +92,10 @@ class HistoryTree:
 def history_tree(game: CompiledGame, dtype=jnp.float64) -> HistoryTree:
     """The history arrays of ``game``, real numbers in ``dtype`` (float64 or float32)."""
     parent = np.where(game.history_parent >= 0, game.history_parent, 0).astype(np.int32)
-    action = np.where(game.history_action >= 0, game.history_action, 0).astype(np.int32)
     player = game.history_player.astype(np.int32)
     parent_player = np.where(game.history_parent >= 0, player[parent], CHANCE).astype(np.int32)
+    action = np.where((game.history_action >= 0) & (parent_player >= 0), game.history_action,
+                      0).astype(np.int32)
     infostate = np.where(game.history_infostate >= 0, game.history_infostate, 0).astype(np.int32)
     chance = np.where(parent_player == CHANCE, game.history_chance_probability, 1.0)
     children = game.history_children
@@ -113,10 +125,10 @@ def history_tree(game: CompiledGame, dtype=jnp.float64) -> HistoryTree:
 
 
 def _own_term(tree: HistoryTree, policy: jax.Array, eta) -> jax.Array:
-    """``[I, A]``: ``-eta log(pi(a|x) / mu(a|x))``, the acting player's own reward (0 if pi = 0)."""
-    ratio = policy * tree.num_legal[:, None]
-    safe = jnp.where(ratio > 0, ratio, 1.0)
-    return jnp.where(tree.legal & (ratio > 0), -eta * jnp.log(safe), 0.0)
+    """``[I, A]``: ``-eta log(pi(a|x) / mu(a|x))``, the acting player's own reward, with
+    ``pi`` floored at :data:`PI_FLOOR` (the learner's rule, :func:`neurd.neural.train.own_terms`)."""
+    ratio = jnp.maximum(policy, PI_FLOOR) * tree.num_legal[:, None]
+    return jnp.where(tree.legal, -eta * jnp.log(ratio), 0.0)
 
 
 def edge_probabilities(tree: HistoryTree, policy: jax.Array) -> jax.Array:

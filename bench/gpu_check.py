@@ -1,0 +1,395 @@
+"""The first thing to run on a new GPU machine: is the neural stage correct, deterministic and fast there?
+
+    python bench/gpu_check.py --games results/neural --out gpu-check   # or: make gpu-check
+
+Each step runs in its own subprocess (XLA reads its flags when the backend
+starts), under the flag the neural jobs set (``--xla_gpu_deterministic_ops``):
+
+1. **cycles**: three learning cycles of every game (learned critic; Kuhn and
+   Leduc also with the exact critic), 24 configurations (both algorithms, six
+   entropy levels, two seeds), once on the CPU and twice on the GPU. Checks:
+   every leaf of every state finite on both; the two GPU runs bitwise equal;
+   CPU and GPU within :data:`AGREEMENT` (policy tables, max abs difference;
+   NashConv of the tables, float64).
+2. **end to end**: the real ``neurd neural-run`` at a tiny config on the GPU,
+   stopped once by its wall-time budget and resumed.
+3. **throughput** per game at N = 480 configurations (the paper's one job per
+   game), configuration-iterations per second of ``run_segment`` (checkpoint
+   evaluation apart, timed separately), and the projected paper-scale GPU
+   time; with ``--baseline SRC`` the same for another source tree (e.g. an
+   older revision) in the same call, on the same card.
+
+Writes ``report.json`` and ``report.md`` to ``--out`` as it goes (a step that
+would overrun ``--deadline`` is skipped and says so) and exits non-zero if a
+check failed.  Needs jax (with CUDA), flax, optax, numpy; not OpenSpiel (the
+games come compiled, ``neurd neural-game``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GAMES = ("kuhn", "leduc", "goofspiel")
+EXACT = ("kuhn", "leduc")
+FLAG = "--xla_gpu_deterministic_ops=true"
+AGREEMENT = {"table": 1e-3, "nash_conv": 1e-3}  # CPU vs GPU after three cycles, float32 networks
+PAPER_CYCLES = 3 * 330_000 // 4  # policy updates of one paper-scale configuration
+PAPER_CHECKPOINTS = 3 * 71  # evaluations of one paper-scale job (3 phases x 71 points)
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+# --- workers (one subprocess each) ----------------------------------------------------------
+
+
+def _setup(seeds: int, name: str, spec, game, train):
+    """Batched states, keys and etas of ``seeds`` x 6 entropy levels x each algorithm."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    entropies = np.asarray([0.0, 0.01, 0.03, 0.1, 0.3, 1.0], np.float32)
+    run_seeds = np.repeat(np.arange(seeds), len(entropies))
+    entropy_index = np.tile(np.arange(len(entropies)), seeds)
+    states = {a: train.initial_states(spec, game, 0, name, tuple(range(seeds)), len(entropies))
+              for a in spec.algorithms}
+    keys = {a: train.configuration_keys(0, name, i, entropy_index, run_seeds)
+            for i, a in enumerate(spec.algorithms)}
+    etas = {a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms}
+    return states, keys, etas
+
+
+def worker_cycles(args) -> None:
+    import jax
+    import numpy as np
+
+    from neurd import games
+    from neurd.neural import train
+
+    arrays = {"platform": np.array(jax.devices()[0].platform)}
+    for name in GAMES:
+        compiled = games.load(Path(args.games) / name / "game.npz")
+        game = train.neural_game(compiled)
+        for critic in ("learned", "exact") if name in EXACT else ("learned",):
+            spec = train.Spec(critic=critic, precision=args.precision)
+            states, keys, etas = _setup(2, name, spec, game, train)
+            out = train.run_segment(spec, game, states, keys, etas, 0, args.cycles,
+                                    np.float32(1.0))
+            for a in spec.algorithms:
+                for i, leaf in enumerate(jax.tree_util.tree_leaves(out[a])):
+                    arrays[f"{name}/{critic}/{a}/{i}"] = np.asarray(leaf)
+    np.savez(args.out, **arrays)
+
+
+def worker_throughput(args) -> None:
+    import jax
+    import numpy as np
+
+    from neurd import games
+    from neurd.neural import train
+
+    rows = []
+    for name in args.game:
+        compiled = games.load(Path(args.games) / name / "game.npz")
+        game = train.neural_game(compiled)
+        fields = {f.name for f in __import__("dataclasses").fields(train.Spec)}
+        spec = train.Spec(precision=args.precision) if "precision" in fields else train.Spec()
+        states, keys, etas = _setup(args.configs // 12, name, spec, game, train)
+        configs = sum(k.shape[0] for k in keys.values())
+        start = time.perf_counter()
+        states = jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, 2,
+                                                         np.float32(1.0)))
+        compile_s = time.perf_counter() - start
+        timings = []
+        first = 2
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            states = jax.block_until_ready(train.run_segment(
+                spec, game, states, keys, etas, first, args.cycles, np.float32(1.0)))
+            timings.append(time.perf_counter() - start)
+            first += args.cycles
+        seconds = sorted(timings)[len(timings) // 2]
+        ms_cycle = 1e3 * seconds / args.cycles
+        row = {"game": name, "configurations": configs, "cycles": args.cycles,
+               "ms_per_cycle": round(ms_cycle, 4),
+               "configuration_iterations_per_second": round(
+                   configs * args.cycles * spec.critic_updates / seconds),
+               "compile_and_first_seconds": round(compile_s, 1),
+               "finite": bool(all(np.all(np.isfinite(np.asarray(x)))
+                                  for x in jax.tree_util.tree_leaves(states)))}
+        if args.measure:
+            row["checkpoint_seconds"] = round(_checkpoint_seconds(compiled, spec, game, states,
+                                                                  etas, train), 4)
+        paper = PAPER_CYCLES * ms_cycle / 1e3 + PAPER_CHECKPOINTS * row.get(
+            "checkpoint_seconds", 0.0)
+        row["paper_scale_minutes"] = round(paper / 60.0, 2)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    Path(args.out).write_text(json.dumps(rows))
+
+
+def _checkpoint_seconds(compiled, spec, game, states, etas, train) -> float:
+    """Seconds of one checkpoint's evaluation of every configuration (exact, float64)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from neurd.neural import experiment
+    from neurd.precision import float64
+
+    form, tree64 = experiment._exact_setup(compiled)
+    algorithms = list(states)
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        critics = train.critic_tables(spec, game, states)
+        tables = np.concatenate([np.asarray(states[a].table) for a in algorithms])
+        critic = np.concatenate([np.asarray(critics[a]) for a in algorithms])
+        eta = np.concatenate([np.asarray(etas[a]) for a in algorithms]).astype(np.float64)
+        with float64():
+            jax.block_until_ready(experiment._measure(form, tree64, tables, critic,
+                                                      jnp.asarray(eta), 1.0))
+        timings.append(time.perf_counter() - start)
+    return sorted(timings)[1]
+
+
+# --- the orchestrator -----------------------------------------------------------------------
+
+
+class Check:
+    def __init__(self, out: Path, deadline: float):
+        self.out, self.deadline, self.start = out, deadline, time.monotonic()
+        self.report = {"steps": [], "checks": [], "throughput": []}
+        out.mkdir(parents=True, exist_ok=True)
+
+    def left(self) -> float:
+        return self.deadline - (time.monotonic() - self.start)
+
+    def run(self, what: str, command: list[str], env: dict, needs: float, timeout=None):
+        """A subprocess step; skipped when less than ``needs`` seconds are left."""
+        if self.left() < needs:
+            self.report["steps"].append({"step": what, "skipped": f"{self.left():.0f} s left"})
+            self.save()
+            return None
+        start = time.monotonic()
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              timeout=min(timeout or 1e9, max(self.left(), 1.0)))
+        seconds = round(time.monotonic() - start, 1)
+        self.report["steps"].append({"step": what, "seconds": seconds,
+                                     "returncode": done.returncode})
+        log = self.out / "steps.log"
+        with open(log, "a") as handle:
+            handle.write(f"=== {what} ({seconds} s, rc {done.returncode})\n{done.stdout[-4000:]}"
+                         f"\n{done.stderr[-8000:]}\n")
+        print(f"{what}: rc {done.returncode} in {seconds} s", flush=True)
+        self.save()
+        return done
+
+    def check(self, name: str, ok: bool, measured) -> None:
+        self.report["checks"].append({"check": name, "ok": bool(ok), "measured": measured})
+        print(f"[{'ok' if ok else 'FAIL'}] {name}: {measured}", flush=True)
+        self.save()
+
+    def save(self) -> None:
+        (self.out / "report.json").write_text(json.dumps(self.report, indent=1))
+        lines = ["# GPU check", ""]
+        info = self.report.get("device")
+        if info:
+            lines += [f"Device: {info}", ""]
+        lines += ["| check | ok | measured |", "| --- | --- | --- |"]
+        lines += [f"| {c['check']} | {'yes' if c['ok'] else 'NO'} | {c['measured']} |"
+                  for c in self.report["checks"]]
+        if self.report["throughput"]:
+            lines += ["", "| code | precision | flag | game | N | ms/cycle | config-it/s | "
+                      "checkpoint s | paper-scale min |", "| --- " * 9 + "|"]
+            lines += [f"| {r['code']} | {r['precision']} | {r['flag']} | {r['game']} | "
+                      f"{r['configurations']} | {r['ms_per_cycle']} | "
+                      f"{r['configuration_iterations_per_second']:,} | "
+                      f"{r.get('checkpoint_seconds', '-')} | {r['paper_scale_minutes']} |"
+                      for r in self.report["throughput"]]
+        lines += ["", "Steps: " + "; ".join(
+            f"{s['step']} {s.get('seconds', s.get('skipped'))}" for s in self.report["steps"])]
+        (self.out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def _env(platform: str, flag: bool = True, src: Path = SRC) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src), JAX_PLATFORMS=platform,
+               XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if "deterministic_ops" not in f]
+    env["XLA_FLAGS"] = " ".join(flags + ([FLAG] if flag else []))
+    return env
+
+
+def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_dir: Path) -> None:
+    import numpy as np
+
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.path.insert(0, str(SRC))
+    import jax
+    import jax.numpy as jnp
+
+    from neurd import games
+    from neurd.neural import experiment
+    from neurd.precision import float64
+    from neurd.tabular.evaluation import nash_conv
+
+    cpu = np.load(cpu_file)
+    gpus = [np.load(f) for f in gpu_files]
+    keys = [k for k in cpu.files if "/" in k]
+    finite = {str(d["platform"]): all(np.all(np.isfinite(d[k])) for k in keys)
+              for d in [cpu] + gpus}
+    check.check("every leaf finite after 3 cycles (CPU, GPU)", all(finite.values()), finite)
+    if len(gpus) == 2:
+        same = [k for k in keys if not np.array_equal(gpus[0][k], gpus[1][k])]
+        check.check("two GPU runs bitwise equal", not same,
+                    "all leaves equal" if not same else f"{len(same)} leaves differ: {same[:3]}")
+    gpu = gpus[0]
+    table_diff, value_diff = {}, {}
+    for name in GAMES:
+        compiled = games.load(games_dir / name / "game.npz")
+        form, _ = experiment._exact_setup(compiled)
+        legal = jnp.asarray(compiled.infostate_legal)
+        for key in keys:
+            g, critic, algorithm, leaf = key.split("/")
+            if g != name or cpu[key].ndim != 3 or cpu[key].shape[1:] != legal.shape:
+                continue  # the policy table is the leaf shaped [N, I, A]
+            label = f"{name}/{critic}/{algorithm}"
+            table_diff[label] = float(np.max(np.abs(cpu[key] - gpu[key])))
+            with float64():
+                values = [np.asarray(jax.jit(jax.vmap(lambda p: nash_conv(form, p)))(
+                    experiment.exact_policies(jnp.asarray(d[key]), legal)))
+                    for d in (cpu, gpu)]
+            value_diff[label] = float(np.max(np.abs(values[0] - values[1])))
+    check.check(f"CPU vs GPU policy tables within {AGREEMENT['table']}",
+                max(table_diff.values()) <= AGREEMENT["table"],
+                {k: f"{v:.2e}" for k, v in table_diff.items()})
+    check.check(f"CPU vs GPU NashConv within {AGREEMENT['nash_conv']}",
+                max(value_diff.values()) <= AGREEMENT["nash_conv"],
+                {k: f"{v:.2e}" for k, v in value_diff.items()})
+
+
+def end_to_end(check: Check, config: Path, games_dir: Path, platform: str) -> None:
+    work = check.out / "e2e"
+    work.mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "neurd.cli", "neural-run", "--config", str(config),
+               "--game", "kuhn", "--critic", "learned", "--chunk", "0",
+               "--compiled", str(games_dir / "kuhn" / "game.npz"),
+               "--curves", str(work / "curves.parquet"),
+               "--policies", str(work / "policies.parquet"),
+               "--checkpoint", str(work / "checkpoint")]
+    first = check.run("neural-run, budget 0.05 min (stops)", command
+                      + ["--stop-after-minutes", "0.05"], _env(platform), needs=60)
+    if first is None:
+        return
+    second = check.run("neural-run, resumed", command, _env(platform), needs=40)
+    ok = (first.returncode == 75 and second is not None and second.returncode == 0 and (work / "curves.parquet").exists()
+          and not (work / "checkpoint").exists())
+    check.check("neurd neural-run end to end on the GPU (stopped, resumed)", ok,
+                f"first rc {first.returncode}, then rc "
+                f"{None if second is None else second.returncode}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="mode")
+    p = sub.add_parser("cycles")
+    p.add_argument("--games", required=True)
+    p.add_argument("--cycles", type=int, default=3)
+    p.add_argument("--precision", default="float32")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("throughput")
+    p.add_argument("--games", required=True)
+    p.add_argument("--game", nargs="+", default=list(GAMES))
+    p.add_argument("--configs", type=int, default=480)
+    p.add_argument("--cycles", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--precision", default="float32")
+    p.add_argument("--measure", action="store_true")
+    p.add_argument("--out", required=True)
+    parser.add_argument("--games", default="results/neural",
+                        help="folder of compiled games: <game>/game.npz")
+    parser.add_argument("--config", default=None,
+                        help="a tiny neural config snapshot for the end-to-end step")
+    parser.add_argument("--out", default="gpu-check")
+    parser.add_argument("--baseline", default=None, help="another src/ tree to time beside")
+    parser.add_argument("--deadline", type=float, default=540.0, help="seconds for everything")
+    parser.add_argument("--platform", default="cuda",
+                        help="the JAX platform checked (cpu: a dry run of the check itself)")
+    parser.add_argument("--configs", type=int, default=480, help="configurations timed")
+    parser.add_argument("--extra", action="store_true",
+                        help="also time tensorfloat32 and no deterministic flag")
+    args = parser.parse_args(argv)
+    if args.mode == "cycles":
+        return worker_cycles(args) or 0
+    if args.mode == "throughput":
+        return worker_throughput(args) or 0
+
+    out, games_dir = Path(args.out), Path(args.games)
+    check = Check(out, args.deadline)
+    me = [sys.executable, str(Path(__file__).resolve())]
+    info = subprocess.run([sys.executable, "-c", "import jax; d = jax.devices()[0]; "
+                           "print(jax.__version__, d.platform, d.device_kind)"],
+                          env=_env(args.platform), capture_output=True, text=True)
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True).stdout
+    except OSError:
+        smi = "no nvidia-smi"
+    check.report["device"] = f"{info.stdout.strip()} | {smi.strip()}"
+    check.save()
+    if args.platform != "cpu" and "gpu" not in info.stdout:
+        check.check("a GPU is visible to JAX", False, info.stdout + info.stderr[-500:])
+        return 1
+
+    files = {"cpu": out / "cycles_cpu.npz", "gpu": [out / "cycles_gpu_a.npz",
+                                                   out / "cycles_gpu_b.npz"]}
+    cpu = check.run("cycles on the CPU", me + ["cycles", "--games", str(games_dir), "--out",
+                                               str(files["cpu"])], _env("cpu"), needs=30)
+    gpu = [check.run(f"cycles on the GPU ({k})", me + ["cycles", "--games", str(games_dir),
+                                                      "--out", str(f)], _env(args.platform),
+                     needs=30)
+           for k, f in zip("ab", files["gpu"])]
+    done = [f for f, r in zip(files["gpu"], gpu) if r is not None and r.returncode == 0]
+    if cpu is not None and cpu.returncode == 0 and done:
+        compare_cycles(check, files["cpu"], done, games_dir)
+    else:
+        check.check("cycles ran on CPU and GPU", False, "see steps.log")
+
+    def throughput(code, src, precision, flag, measure, needs):
+        file = out / f"throughput_{code}_{precision}_{int(flag)}.json"
+        command = me + ["throughput", "--games", str(games_dir), "--precision", precision,
+                        "--configs", str(args.configs), "--out", str(file)] + (
+                            ["--measure"] if measure else [])
+        done = check.run(f"throughput {code} {precision} flag={flag}", command,
+                         _env(args.platform, flag, src), needs=needs)
+        if done is not None and done.returncode == 0:
+            for row in json.loads(file.read_text()):
+                check.report["throughput"].append(
+                    {"code": code, "precision": precision, "flag": flag, **row})
+            check.save()
+
+    throughput("this", SRC, "float32", True, True, needs=60)
+    if args.baseline:
+        throughput("baseline", Path(args.baseline), "default", True, False, needs=60)
+    if args.config:
+        end_to_end(check, Path(args.config), games_dir, args.platform)
+    if args.extra:
+        throughput("this", SRC, "tensorfloat32", True, False, needs=60)
+        throughput("this", SRC, "float32", False, False, needs=60)
+    ours = [r for r in check.report["throughput"] if r["code"] == "this"
+            and r["precision"] == "float32" and r["flag"]]
+    if ours:
+        check.check("throughput rows finite", all(r["finite"] for r in ours),
+                    {r["game"]: r["paper_scale_minutes"] for r in ours})
+        check.report["paper_scale_minutes"] = round(sum(r["paper_scale_minutes"]
+                                                        for r in ours), 1)
+        check.save()
+    return 0 if all(c["ok"] for c in check.report["checks"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
