@@ -10,7 +10,7 @@ CONFIG ?= workflow/config/default.yaml
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures smoke paper test lint report lock clean-results
+.PHONY: figures smoke paper test lint report lock clean-results gpu-check
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,17 @@ paper: figures
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
+# the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end
+# (stopped by a wall-time budget and resumed), and how fast (bench/gpu_check.py); then the
+# tests marked gpu. Report: results/benchmarks/gpu-check/report.md.
+GAMES_NPZ = results/neural/kuhn/game.npz results/neural/leduc/game.npz results/neural/goofspiel/game.npz
+gpu-check: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) results/config/neural.json $(GAMES_NPZ)
+	$(BIN)/python bench/gpu_check.py --games results/neural --config results/config/neural.json \
+	  --out results/benchmarks/gpu-check --extra
+	$(BIN)/python -m pytest -m gpu
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import statistics
 import sys
 import time
@@ -219,8 +220,47 @@ def report(results: list[dict], command: str, gpu_tflops: float) -> str:
     lines += [f"| all | | | {hours(total_cpu)} | {hours(total_gpu)} |", "",
               "The GPU column is arithmetic, not a measurement: FLOP of the networks only, at an "
               "assumed sustained rate; the sampler, the per-cycle kernel launches of a "
-              "`fori_loop` and the checkpoint evaluations come on top.", ""]
+              "`fori_loop` and the checkpoint evaluations come on top. Where a GPU was "
+              "measured, the section below has the real numbers and they take precedence.",
+              ""]
     return "\n".join(lines)
+
+
+GPU_HEADING = "## GPU, measured"
+
+
+def gpu_section(paths) -> str:
+    """The measured GPU table of every report in ``bench/gpu/*.json`` (from gpu_check.py)."""
+    lines = [GPU_HEADING, "",
+             "Throughput of `train.run_segment` at N configurations in one batch, a cycle being "
+             "4 critic updates and 1 policy update (4 learning iterations); the checkpoint "
+             "evaluation (every configuration's exact NashConv and critic error, float64) timed "
+             "apart. Paper-scale minutes: 247,500 cycles plus 213 checkpoint evaluations per "
+             "game, where the evaluation was timed. `bench/gpu_check.py` measures it (`make "
+             "gpu-check`); the reports are `bench/gpu/*.json`.", ""]
+    for path in sorted(paths):
+        data = json.loads(Path(path).read_text())
+        lines += [f"### {data['device']} ({data['date']})", "", f"Command: `{data['command']}`",
+                  "", "| code | matmul precision | deterministic flag | game | N | ms/cycle | "
+                  "config-iterations/s | checkpoint s | paper-scale min |",
+                  "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in data["throughput"]:
+            lines.append(
+                f"| {r['code']} | {r['precision']} | {'yes' if r['flag'] else 'no'} | "
+                f"{r['game']} | {r['configurations']} | {r['ms_per_cycle']:.3f} | "
+                f"{r['configuration_iterations_per_second']:,} | "
+                f"{r.get('checkpoint_seconds', '-')} | {r['paper_scale_minutes']:.1f} |")
+        lines += [""] + [f"- {c['check']}: {'passed' if c['ok'] else 'FAILED'}"
+                         for c in data["checks"]]
+        lines += [f"- {data['no_flag_repeatability']}" if "no_flag_repeatability" in data
+                  else "", f"- {data['note']}" if "note" in data else "", ""]
+    return "\n".join(line for line in lines) + "\n"
+
+
+def with_gpu_section(text: str, paths) -> str:
+    """``text`` with its GPU section (if any) replaced by the measured one."""
+    text = text.split(GPU_HEADING)[0].rstrip() + "\n\n"
+    return text + gpu_section(paths) if paths else text
 
 
 def main(argv=None) -> int:
@@ -236,7 +276,13 @@ def main(argv=None) -> int:
     parser.add_argument("--gpu-tflops", type=float, default=10.0,
                         help="assumed sustained GPU rate for the estimate")
     parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")))
+    parser.add_argument("--gpu-section-only", action="store_true",
+                        help="only rewrite the measured GPU section from bench/gpu/*.json")
     args = parser.parse_args(argv)
+    gpu_reports = sorted(Path(__file__).with_name("gpu").glob("*.json"))
+    if args.gpu_section_only:
+        Path(args.out).write_text(with_gpu_section(Path(args.out).read_text(), gpu_reports))
+        return 0
     results = []
     for name in args.games:
         compiled = games.compile_game(GAMES[name].string)
@@ -254,7 +300,7 @@ def main(argv=None) -> int:
         results.append(result)
     command = "python bench/bench_neural.py " + " ".join(argv if argv is not None
                                                          else sys.argv[1:])
-    text = report(results, command.strip(), args.gpu_tflops)
+    text = with_gpu_section(report(results, command.strip(), args.gpu_tflops), gpu_reports)
     Path(args.out).write_text(text)
     print(text)
     return 0

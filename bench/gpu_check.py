@@ -1,6 +1,8 @@
-"""The first thing to run on a new GPU machine: is the neural stage correct, deterministic and fast there?
+"""The first thing to run on a new GPU machine: is the neural stage correct, repeatable, fast there?
 
-    python bench/gpu_check.py --games results/neural --out gpu-check   # or: make gpu-check
+    make gpu-check      # compiles the games, runs this, then the tests marked gpu
+    python bench/gpu_check.py --games results/neural --config results/config/neural.json \
+        --out results/benchmarks/gpu-check --baseline OLD/src --extra
 
 Each step runs in its own subprocess (XLA reads its flags when the backend
 starts), under the flag the neural jobs set (``--xla_gpu_deterministic_ops``):
@@ -33,6 +35,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 GAMES = ("kuhn", "leduc", "goofspiel")
@@ -71,7 +74,7 @@ def worker_cycles(args) -> None:
     from neurd.neural import train
 
     arrays = {"platform": np.array(jax.devices()[0].platform)}
-    for name in GAMES:
+    for name in args.game:
         compiled = games.load(Path(args.games) / name / "game.npz")
         game = train.neural_game(compiled)
         for critic in ("learned", "exact") if name in EXACT else ("learned",):
@@ -112,6 +115,12 @@ def worker_throughput(args) -> None:
                 spec, game, states, keys, etas, first, args.cycles, np.float32(1.0)))
             timings.append(time.perf_counter() - start)
             first += args.cycles
+        if args.profile:  # one segment of two cycles between cudaProfilerStart and Stop (ncu)
+            runtime = _cudart()
+            runtime.cudaProfilerStart()
+            jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, first, 2,
+                                                    np.float32(1.0)))
+            runtime.cudaProfilerStop()
         seconds = sorted(timings)[len(timings) // 2]
         ms_cycle = 1e3 * seconds / args.cycles
         row = {"game": name, "configurations": configs, "cycles": args.cycles,
@@ -130,6 +139,18 @@ def worker_throughput(args) -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     Path(args.out).write_text(json.dumps(rows))
+
+
+def _cudart():
+    """The CUDA runtime library JAX loaded (for ``cudaProfilerStart``/``Stop``)."""
+    import ctypes
+    import glob
+
+    for folder in sys.path:
+        for path in sorted(glob.glob(os.path.join(folder, "nvidia", "**", "libcudart.so*"),
+                                     recursive=True)):
+            return ctypes.CDLL(path)
+    return ctypes.CDLL("libcudart.so")
 
 
 def _checkpoint_seconds(compiled, spec, game, states, etas, train) -> float:
@@ -247,9 +268,11 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
         same = [k for k in keys if not np.array_equal(gpus[0][k], gpus[1][k])]
         check.check("two GPU runs bitwise equal", not same,
                     "all leaves equal" if not same else f"{len(same)} leaves differ: {same[:3]}")
+    else:
+        check.check("two GPU runs bitwise equal", False, "only one GPU run finished")
     gpu = gpus[0]
     table_diff, value_diff = {}, {}
-    for name in GAMES:
+    for name in sorted({k.split("/")[0] for k in keys}):
         compiled = games.load(games_dir / name / "game.npz")
         form, _ = experiment._exact_setup(compiled)
         legal = jnp.asarray(compiled.infostate_legal)
@@ -259,10 +282,11 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
                 continue  # the policy table is the leaf shaped [N, I, A]
             label = f"{name}/{critic}/{algorithm}"
             table_diff[label] = float(np.max(np.abs(cpu[key] - gpu[key])))
+            evaluate = jax.jit(jax.vmap(partial(nash_conv, form)))
             with float64():
-                values = [np.asarray(jax.jit(jax.vmap(lambda p: nash_conv(form, p)))(
-                    experiment.exact_policies(jnp.asarray(d[key]), legal)))
-                    for d in (cpu, gpu)]
+                values = [np.asarray(evaluate(experiment.exact_policies(jnp.asarray(d[key]),
+                                                                        legal)))
+                          for d in (cpu, gpu)]
             value_diff[label] = float(np.max(np.abs(values[0] - values[1])))
     check.check(f"CPU vs GPU policy tables within {AGREEMENT['table']}",
                 max(table_diff.values()) <= AGREEMENT["table"],
@@ -272,9 +296,22 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
                 {k: f"{v:.2e}" for k, v in value_diff.items()})
 
 
-def end_to_end(check: Check, config: Path, games_dir: Path, platform: str) -> None:
+def tiny_config(snapshot: Path, out: Path) -> Path:
+    """The neural section snapshot ``snapshot`` cut to a tiny Kuhn job (the end-to-end step)."""
+    cfg = json.loads(snapshot.read_text())
+    cfg.update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 2, "seeds_per_job": 2,
+                "seeds_per_batch": 2, "phase_iterations": {"kuhn": 200}, "exact_critic_games": [],
+                "checkpoints": {"geometric": 4, "linear": 5},
+                "final_checkpoints": min(int(cfg.get("final_checkpoints", 3)), 5)})
+    path = out / "tiny_neural.json"
+    path.write_text(json.dumps(cfg, sort_keys=True))
+    return path
+
+
+def end_to_end(check: Check, snapshot: Path, games_dir: Path, platform: str) -> None:
     work = check.out / "e2e"
     work.mkdir(exist_ok=True)
+    config = tiny_config(snapshot, check.out)
     command = [sys.executable, "-m", "neurd.cli", "neural-run", "--config", str(config),
                "--game", "kuhn", "--critic", "learned", "--chunk", "0",
                "--compiled", str(games_dir / "kuhn" / "game.npz"),
@@ -286,8 +323,8 @@ def end_to_end(check: Check, config: Path, games_dir: Path, platform: str) -> No
     if first is None:
         return
     second = check.run("neural-run, resumed", command, _env(platform), needs=40)
-    ok = (first.returncode == 75 and second is not None and second.returncode == 0 and (work / "curves.parquet").exists()
-          and not (work / "checkpoint").exists())
+    ok = (first.returncode == 75 and second is not None and second.returncode == 0
+          and (work / "curves.parquet").exists() and not (work / "checkpoint").exists())
     check.check("neurd neural-run end to end on the GPU (stopped, resumed)", ok,
                 f"first rc {first.returncode}, then rc "
                 f"{None if second is None else second.returncode}")
@@ -300,6 +337,7 @@ def main(argv=None) -> int:
     p.add_argument("--games", required=True)
     p.add_argument("--cycles", type=int, default=3)
     p.add_argument("--precision", default="float32")
+    p.add_argument("--game", nargs="+", default=list(GAMES))
     p.add_argument("--out", required=True)
     p = sub.add_parser("throughput")
     p.add_argument("--games", required=True)
@@ -309,17 +347,21 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--precision", default="float32")
     p.add_argument("--measure", action="store_true")
+    p.add_argument("--profile", action="store_true", help="mark two cycles for ncu")
     p.add_argument("--out", required=True)
     parser.add_argument("--games", default="results/neural",
                         help="folder of compiled games: <game>/game.npz")
     parser.add_argument("--config", default=None,
-                        help="a tiny neural config snapshot for the end-to-end step")
+                        help="the neural config snapshot (results/config/neural.json), cut to a "
+                             "tiny job for the end-to-end step")
     parser.add_argument("--out", default="gpu-check")
     parser.add_argument("--baseline", default=None, help="another src/ tree to time beside")
     parser.add_argument("--deadline", type=float, default=540.0, help="seconds for everything")
     parser.add_argument("--platform", default="cuda",
                         help="the JAX platform checked (cpu: a dry run of the check itself)")
     parser.add_argument("--configs", type=int, default=480, help="configurations timed")
+    parser.add_argument("--game", nargs="+", default=list(GAMES), help="games checked")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the timing")
     parser.add_argument("--extra", action="store_true",
                         help="also time tensorfloat32 and no deterministic flag")
     args = parser.parse_args(argv)
@@ -347,11 +389,12 @@ def main(argv=None) -> int:
 
     files = {"cpu": out / "cycles_cpu.npz", "gpu": [out / "cycles_gpu_a.npz",
                                                    out / "cycles_gpu_b.npz"]}
+    chosen = ["--game", *args.game]
     cpu = check.run("cycles on the CPU", me + ["cycles", "--games", str(games_dir), "--out",
-                                               str(files["cpu"])], _env("cpu"), needs=30)
+                                               str(files["cpu"]), *chosen], _env("cpu"), needs=30)
     gpu = [check.run(f"cycles on the GPU ({k})", me + ["cycles", "--games", str(games_dir),
-                                                      "--out", str(f)], _env(args.platform),
-                     needs=30)
+                                                      "--out", str(f), *chosen],
+                     _env(args.platform), needs=30)
            for k, f in zip("ab", files["gpu"])]
     done = [f for f, r in zip(files["gpu"], gpu) if r is not None and r.returncode == 0]
     if cpu is not None and cpu.returncode == 0 and done:
@@ -362,7 +405,7 @@ def main(argv=None) -> int:
     def throughput(code, src, precision, flag, measure, needs):
         file = out / f"throughput_{code}_{precision}_{int(flag)}.json"
         command = me + ["throughput", "--games", str(games_dir), "--precision", precision,
-                        "--configs", str(args.configs), "--out", str(file)] + (
+                        "--configs", str(args.configs), "--out", str(file), *chosen] + (
                             ["--measure"] if measure else [])
         done = check.run(f"throughput {code} {precision} flag={flag}", command,
                          _env(args.platform, flag, src), needs=needs)
@@ -372,7 +415,8 @@ def main(argv=None) -> int:
                     {"code": code, "precision": precision, "flag": flag, **row})
             check.save()
 
-    throughput("this", SRC, "float32", True, True, needs=60)
+    if not args.no_throughput:
+        throughput("this", SRC, "float32", True, True, needs=60)
     if args.baseline:
         throughput("baseline", Path(args.baseline), "default", True, False, needs=60)
     if args.config:

@@ -303,7 +303,7 @@ def _run_job(tmp_path, folder, cfg, game_file):
                "--game", "leduc", "--critic", "learned", "--chunk", "0",
                "--compiled", str(game_file), "--curves", str(out / "curves.parquet"),
                "--policies", str(out / "policies.parquet"),
-               "--checkpoint", str(out / "checkpoint.npz")]
+               "--checkpoint", str(out / "checkpoint")]
     return out, command
 
 
@@ -314,23 +314,23 @@ def test_a_killed_job_resumes_to_identical_tables(tmp_path, compiled):
     games.save(compiled["leduc"], game_file)
     out, command = _run_job(tmp_path, "once", cfg, game_file)
     subprocess.run(command, check=True, capture_output=True)
-    assert not (out / "checkpoint.npz").exists()  # removed when the job finishes
+    assert not (out / "checkpoint").exists()  # removed when the job finishes
     killed, command = _run_job(tmp_path, "killed", cfg, game_file)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    while not (killed / "checkpoint.npz").exists() and time.monotonic() < deadline:
+    while not (killed / "checkpoint" / "meta.json").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.5)  # a few more segments past the first save
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    assert (killed / "checkpoint.npz").exists(), "the job never saved its state"
+    assert (killed / "checkpoint" / "meta.json").exists(), "the job never saved its state"
     assert not (killed / "curves.parquet").exists(), "the job finished before it was killed"
     subprocess.run(command, check=True, capture_output=True)
     for name in ("curves", "policies"):
         pd.testing.assert_frame_equal(pd.read_parquet(out / f"{name}.parquet"),
                                       pd.read_parquet(killed / f"{name}.parquet"),
                                       check_exact=True)
-    assert not (killed / "checkpoint.npz").exists()
+    assert not (killed / "checkpoint").exists()
 
 
 # --- the stage's bookkeeping --------------------------------------------------------------

@@ -21,7 +21,6 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-
 PRECISIONS = {"float32": jax.lax.Precision.HIGHEST, "tensorfloat32": jax.lax.Precision.DEFAULT}
 
 

@@ -122,24 +122,28 @@ def sample_uniforms(tree: HistoryTree, policy: jax.Array, uniform: jax.Array, et
     )
 
 
+def counts_by_scatter(index: jax.Array, valid: jax.Array, num: int) -> jax.Array:
+    """``[num]``: how many ``valid`` entries each index has, by a segment sum (a scatter-add)."""
+    return jax.ops.segment_sum(valid.astype(jnp.float32), index, num_segments=num)
+
+
+def counts_by_comparison(index: jax.Array, valid: jax.Array, num: int) -> jax.Array:
+    """``[num]``: the same counts as :func:`counts_by_scatter`, by a comparison summed over
+    the entries (no scatter; ``num`` x entries work, one fused reduction)."""
+    hits = (index[None, :] == jnp.arange(num)[:, None]) & valid[None, :]
+    return jnp.sum(hits, axis=1, dtype=jnp.int32).astype(jnp.float32)
+
+
 def visit_counts(episodes: Episodes, num_infostates: int) -> jax.Array:
     """``[I]``: how many steps of the episodes were taken at each information state.
 
     Counts are small integers, exact in float32 whichever way they are added,
-    so the two ways below give the same numbers: a segment sum on the CPU,
-    and on an accelerator a comparison summed over the steps, which needs no
-    scatter (XLA's deterministic scatter sorts its indices, slow at every cycle).
+    so the two ways give the same numbers: a segment sum on the CPU, and on an
+    accelerator a comparison summed over the steps, which needs no scatter
+    (XLA's deterministic scatter sorts its indices, slow at every cycle).  The
+    way is chosen when the program is traced, for the backend it compiles for
+    (a ``lax.platform_dependent`` keeps both and costs the CPU a fifth of its
+    speed).
     """
-    index, valid = episodes.infostate.ravel(), episodes.valid.ravel()
-
-    def scatter(index, valid):
-        return jax.ops.segment_sum(valid.astype(jnp.float32), index,
-                                   num_segments=num_infostates)
-
-    def compare(index, valid):
-        hits = (index[None, :] == jnp.arange(num_infostates)[:, None]) & valid[None, :]
-        return jnp.sum(hits, axis=1, dtype=jnp.int32).astype(jnp.float32)
-
-    # chosen when the program is traced, for the backend it compiles for (a
-    # lax.platform_dependent keeps both branches and costs the CPU a fifth of its speed)
-    return (scatter if jax.default_backend() == "cpu" else compare)(index, valid)
+    count = counts_by_scatter if jax.default_backend() == "cpu" else counts_by_comparison
+    return count(episodes.infostate.ravel(), episodes.valid.ravel(), num_infostates)

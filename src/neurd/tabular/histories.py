@@ -42,7 +42,6 @@ import numpy as np
 
 from neurd.games import CHANCE, NO_INDEX, TERMINAL, CompiledGame
 
-
 # The regularisation reward -eta log(pi(a|x)/mu(a|x)) of an action of probability 0 is
 # +infinity.  Learner and exact evaluation both floor pi there, at the same value: 1e-30,
 # below any probability a float32 policy carries short of underflow (a reward of at most
@@ -126,7 +125,7 @@ def history_tree(game: CompiledGame, dtype=jnp.float64) -> HistoryTree:
 
 def _own_term(tree: HistoryTree, policy: jax.Array, eta) -> jax.Array:
     """``[I, A]``: ``-eta log(pi(a|x) / mu(a|x))``, the acting player's own reward, with
-    ``pi`` floored at :data:`PI_FLOOR` (the learner's rule, :func:`neurd.neural.train.own_terms`)."""
+    ``pi`` floored at :data:`PI_FLOOR` (the learner's rule, ``train.own_terms``)."""
     ratio = jnp.maximum(policy, PI_FLOOR) * tree.num_legal[:, None]
     return jnp.where(tree.legal, -eta * jnp.log(ratio), 0.0)
 

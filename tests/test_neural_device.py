@@ -1,0 +1,369 @@
+"""The neural stage on any device: no out-of-range index, one rule at a zero probability, the
+merged sampler and counts equal to the separate ones, checkpoints in files under 16 MiB that
+move between machines, a wall-time budget whose pieces add up to one run, and the GPU check.
+
+The tests marked ``gpu`` need a GPU visible to JAX and are skipped (not failed) without one.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from jax.experimental import checkify
+
+from neurd import games
+from neurd.names import GAMES
+from neurd.neural import experiment, sampler, train
+from neurd.precision import float64
+from neurd.tabular import histories
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return {name: games.compile_game(game.string) for name, game in GAMES.items()}
+
+
+def _setup(spec, game, name, seeds=1):
+    entropies = np.asarray([0.0, 0.1], np.float32)
+    run_seeds = np.repeat(np.arange(seeds), len(entropies))
+    index = np.tile(np.arange(len(entropies)), seeds)
+    states = {a: train.initial_states(spec, game, 0, name, tuple(range(seeds)), len(entropies))
+              for a in spec.algorithms}
+    keys = {a: train.configuration_keys(0, name, i, index, run_seeds)
+            for i, a in enumerate(spec.algorithms)}
+    etas = {a: jnp.asarray(entropies[index]) for a in spec.algorithms}
+    return states, keys, etas
+
+
+# --- 1. correct: every index in range ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, critic", [("kuhn", "learned"), ("kuhn", "exact"),
+                                          ("leduc", "learned"), ("leduc", "exact"),
+                                          ("goofspiel", "learned")])
+def test_a_learning_cycle_indexes_nothing_out_of_range(compiled, name, critic):
+    """checkify's index checks over one whole cycle (sampler, critic and policy steps and
+    their gradients): chance outcomes and child slots >= the number of actions never reach
+    a gather or its transposed scatter (XLA's deterministic scatter does not drop them)."""
+    game = train.neural_game(compiled[name])
+    spec = train.Spec(critic=critic)
+    states, keys, _ = _setup(spec, game, name)
+    for algorithm, neurd in (("neurd", True), ("spg", False)):
+        state = jax.tree_util.tree_map(lambda x: x[1], states[algorithm])
+
+        def one(state, key, neurd=neurd):
+            return train.cycle(spec, game, state, key, jnp.float32(0.1), jnp.float32(-1.0),
+                               neurd)
+
+        error, out = jax.jit(checkify.checkify(one, errors=checkify.index_checks))(
+            state, keys[algorithm][1])
+        error.throw()
+        assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(out))
+
+
+@pytest.mark.parametrize("name", ["kuhn", "leduc"])
+def test_the_exact_evaluation_indexes_nothing_out_of_range(compiled, name):
+    """The float64 checkpoint evaluation (NashConv, exact q, reach) under the index checks:
+    a history below a chance node reads column 0 of the policy, not its chance outcome."""
+    game = compiled[name]
+    form, tree = experiment._exact_setup(game)
+    rng = np.random.default_rng(0)
+    tables = rng.random((2,) + game.infostate_legal.shape).astype(np.float32)
+    tables = np.where(game.infostate_legal, tables, 0)
+    tables /= tables.sum(-1, keepdims=True)
+    with float64():
+        measure = checkify.checkify(experiment._measure.__wrapped__,
+                                    errors=checkify.index_checks)
+        error, (value, rmse) = jax.jit(measure)(form, tree, tables, np.zeros_like(tables),
+                                                jnp.asarray([0.0, 0.3]), -1.0)
+        error.throw()
+        assert np.all(np.isfinite(np.asarray(value))) and np.all(np.isfinite(np.asarray(rmse)))
+        assert int(jnp.max(tree.action)) < game.num_actions
+
+
+def test_the_taken_action_value_is_a_one_hot_product():
+    values = jnp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(train.taken_values(values, jnp.asarray([2, 7])), [3.0, 0.0])
+    grad = jax.grad(lambda v: jnp.sum(train.taken_values(v, jnp.asarray([1, 3]))))(values)
+    np.testing.assert_array_equal(grad, [[0, 1, 0], [0, 0, 0]])
+
+
+def test_one_rule_for_the_entropy_term_at_a_zero_probability(compiled):
+    """A legal action of probability 0 (underflowed): learner and exact evaluation floor pi
+    at PI_FLOOR alike, so the learned critic's q and the exact q add the same own term."""
+    game = compiled["kuhn"]
+    eta = 0.3
+    policy = np.where(game.infostate_legal, 0.5, 0.0)
+    policy[0] = [1.0, 0.0]  # the second action of infostate 0 has probability 0
+    tree32 = histories.history_tree(game, jnp.float32)
+    learner = np.asarray(train.own_terms(jnp.asarray(policy, jnp.float32), tree32.num_legal,
+                                         tree32.legal, eta))
+    with float64():
+        tree = histories.history_tree(game)
+        exact = np.asarray(histories._own_term(tree, jnp.asarray(policy), eta))
+        q, continuation = (np.asarray(x) for x in histories.action_values(
+            tree, jnp.asarray(policy), eta))
+    expected = -eta * np.log(histories.PI_FLOOR * 2)
+    assert exact[0, 1] == pytest.approx(expected, rel=1e-12)
+    assert learner[0, 1] == pytest.approx(expected, rel=1e-6)
+    np.testing.assert_allclose(learner, exact, rtol=1e-6)
+    # q = continuation + own term at the zero-probability action too, and finite
+    assert np.all(np.isfinite(q)) and q[0, 1] == pytest.approx(continuation[0, 1] + expected)
+
+
+# --- the merged sampler and the counts -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["kuhn", "leduc", "goofspiel"])
+def test_one_sampler_pass_draws_the_separate_batches(compiled, name):
+    game = compiled[name]
+    tree = histories.history_tree(game, jnp.float32)
+    policy = jnp.asarray(np.where(game.infostate_legal, 1.0, 0.0) /
+                         game.infostate_legal.sum(-1, keepdims=True), jnp.float32)
+    keys = list(jax.random.split(jax.random.PRNGKey(3), 3))
+    sizes = (4, 4, 64)
+    merged = sampler.sample_batches(tree, policy, keys, sizes, 0.1, -1.0)
+    for key, size, batch in zip(keys, sizes, merged):
+        alone = sampler.sample(tree, policy, key, size, 0.1, -1.0)
+        for x, y in zip(jax.tree_util.tree_leaves(alone), jax.tree_util.tree_leaves(batch)):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_visit_counts_by_comparison_equal_the_segment_sum(compiled):
+    """The accelerator's way (a comparison summed, no scatter) against the CPU's."""
+    game = compiled["leduc"]
+    tree = histories.history_tree(game, jnp.float32)
+    policy = jnp.asarray(np.where(game.infostate_legal, 1.0, 0.0) /
+                         game.infostate_legal.sum(-1, keepdims=True), jnp.float32)
+    episodes = sampler.sample(tree, policy, jax.random.PRNGKey(0), 512)
+    index, valid = episodes.infostate.ravel(), episodes.valid.ravel()
+    by_scatter = sampler.counts_by_scatter(index, valid, game.num_infostates)
+    by_compare = sampler.counts_by_comparison(index, valid, game.num_infostates)
+    np.testing.assert_array_equal(np.asarray(by_scatter), np.asarray(by_compare))
+    assert float(by_scatter.sum()) == float(valid.sum()) > 0
+
+
+def test_every_algorithm_in_one_vmap_gives_each_its_own_numbers(compiled):
+    """NeuRD and SPG batched together: each the same numbers as run alone."""
+    game = train.neural_game(compiled["kuhn"])
+    both = train.Spec()
+    states, keys, etas = _setup(both, game, "kuhn")
+    together = train.run_segment(both, game, states, keys, etas, 0, 5, np.float32(1.0))
+    for algorithm in both.algorithms:
+        alone_spec = train.Spec(algorithms=(algorithm,))
+        alone = train.run_segment(alone_spec, game, {algorithm: states[algorithm]},
+                                  {algorithm: keys[algorithm]}, {algorithm: etas[algorithm]}, 0,
+                                  5, np.float32(1.0))
+        for x, y in zip(jax.tree_util.tree_leaves(alone[algorithm]),
+                        jax.tree_util.tree_leaves(together[algorithm])):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=1e-6)
+    assert not np.allclose(np.asarray(together["neurd"].table),
+                           np.asarray(together["spg"].table))
+
+
+# --- 5. checkpoints and the wall-time budget -----------------------------------------------
+
+
+def _plan(name="kuhn", length=40):
+    return experiment.Plan(game=name, spec=train.Spec(), entropies=(0.0, 0.1), run_seeds=(0, 1),
+                           seed=0, phase_iterations=length, phases=2, geometric=1, linear=3,
+                           seeds_per_batch=2)
+
+
+def test_a_checkpoint_is_cut_into_files_and_restored_exactly(tmp_path, compiled, monkeypatch):
+    monkeypatch.setattr(experiment, "PART_BYTES", 4096)
+    game = train.neural_game(compiled["leduc"])
+    spec = train.Spec()
+    states, _, _ = _setup(spec, game, "leduc")
+    results = {"nash_conv": np.arange(12.0).reshape(3, 4),
+               "phase_tables": np.ones((1, 4, 7), np.float32)}
+    saver = experiment._Checkpoint(tmp_path / "ck", {"job": 1})
+    saver.save([states], 2, results, [{"piece": 0}])
+    saver.save([states], 3, results, [{"piece": 0}, {"piece": 1}])  # a second generation
+    parts = sorted(p.name for p in (tmp_path / "ck").iterdir())
+    assert "meta.json" in parts and len(parts) > 10
+    assert all(p.startswith("part-1-") for p in parts if p != "meta.json")  # first one gone
+    assert max((tmp_path / "ck" / p).stat().st_size for p in parts) < 4096 + 2048
+    restored, row, out, pieces = saver.restore([states])
+    assert row == 3 and pieces == [{"piece": 0}, {"piece": 1}]
+    for x, y in zip(jax.tree_util.tree_leaves([states]), jax.tree_util.tree_leaves(restored)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    for key, value in results.items():
+        np.testing.assert_array_equal(out[key], value)
+    # another job's checkpoint, or one whose leaves do not fit the job, is not used
+    assert experiment._Checkpoint(tmp_path / "ck", {"job": 2}).restore([states]) is None
+    other = train.initial_states(train.Spec(hidden=(8,)), game, 0, "leduc", (0,), 2)
+    assert saver.restore([{a: other for a in spec.algorithms}]) is None
+
+
+@pytest.mark.parametrize("name", ["kuhn", "leduc", "goofspiel"])
+def test_a_paper_scale_checkpoint_fits_files_of_16_mib(compiled, name):
+    """The paper scale's jobs (paper.yaml: 20 seeds, 240 configurations) hold at most 64 MiB
+    of state, each file under 16 MiB; counted from the arrays a checkpoint saves, at its
+    largest (two phases of policies kept, the third running)."""
+    import yaml
+
+    paper = yaml.safe_load(open(ROOT / "workflow/config/paper.yaml"))["neural"]
+    game = compiled[name]
+    spec = train.Spec()
+    net = train.neural_game(game)
+    one = train.initial_states(spec, net, 0, name, (0,), 1)
+    per_config = sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(one))
+    configs = 2 * 6 * paper["seeds_per_job"]  # algorithms x entropy levels x seeds
+    checkpoints = 3 * (1 + paper["checkpoints"]["geometric"] + paper["checkpoints"]["linear"])
+    results = (4 * checkpoints * configs * 8
+               + 2 * configs * int(game.infostate_legal.sum()) * 4)
+    total = configs * per_config + results
+    assert total <= 64 * 2**20, f"{name}: {total / 2**20:.1f} MiB"
+    assert experiment.PART_BYTES < 16 * 2**20
+
+
+def _config(tmp_path):
+    import yaml
+
+    from neurd.config import section
+    from neurd.stages import validate
+
+    config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
+    config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 2,
+                             "seeds_per_job": 2, "seeds_per_batch": 2,
+                             "phase_iterations": {"kuhn": 160}, "checkpoint_minutes": 60,
+                             "checkpoints": {"geometric": 3, "linear": 6}})
+    validate(config, str(ROOT / "workflow/schemas"))
+    path = tmp_path / "neural.json"
+    path.write_text(json.dumps(section(config, "neural")))
+    return path
+
+
+def _job(cfg, game_file, out, checkpoint, *extra):
+    out.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "neurd.cli", "neural-run", "--config", str(cfg), "--game",
+         "kuhn", "--critic", "learned", "--chunk", "0", "--compiled", str(game_file),
+         "--curves", str(out / "curves.parquet"), "--policies", str(out / "policies.parquet"),
+         "--checkpoint", str(checkpoint), *extra], capture_output=True, text=True,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"))
+
+
+def _data_bytes(path):
+    """A Parquet table's data, without its metadata (which records each piece's wall time)."""
+    table = pq.read_table(path).replace_schema_metadata(None)
+    return pd.DataFrame(table.to_pandas()).to_parquet(index=False)
+
+
+@pytest.mark.workflow
+def test_pieces_stopped_by_a_budget_and_moved_make_one_run(tmp_path, compiled):
+    """Stopped by --stop-after-minutes at least three times (exit 75), the checkpoint folder
+    moved to a new place before each resumption (another machine), the job writes the
+    tables of an uninterrupted run, byte for byte; its provenance lists every piece."""
+    cfg = _config(tmp_path)
+    game_file = tmp_path / "kuhn.npz"
+    games.save(compiled["kuhn"], game_file)
+    once = _job(cfg, game_file, tmp_path / "once", tmp_path / "once" / "ck")
+    assert once.returncode == 0, once.stderr[-2000:]
+    place, pieces = tmp_path / "m0" / "ck", 0
+    while True:
+        done = _job(cfg, game_file, tmp_path / "pieces", place, "--stop-after-minutes", "1e-6")
+        pieces += 1
+        if done.returncode == 0:
+            break
+        assert done.returncode == 75, done.stderr[-2000:]
+        assert "run again to resume" in done.stderr
+        assert not (tmp_path / "pieces" / "curves.parquet").exists()  # never a partial table
+        assert all(p.stat().st_size < 16 * 2**20 for p in place.iterdir())
+        moved = tmp_path / f"m{pieces}" / "ck"
+        moved.parent.mkdir()
+        shutil.move(place, moved)
+        place = moved
+        assert pieces < 40
+    assert pieces >= 3 and not place.exists()
+    for name in ("curves", "policies"):
+        assert _data_bytes(tmp_path / "once" / f"{name}.parquet") == \
+            _data_bytes(tmp_path / "pieces" / f"{name}.parquet")
+    meta = json.loads(pq.read_schema(tmp_path / "pieces" / "curves.parquet")
+                      .metadata[b"neurd.pieces"])
+    assert len(meta) == pieces
+    assert sum(p["iterations"] for p in meta) == 3 * 160
+    assert {"device", "platform", "jax", "revision", "seconds"} <= set(meta[0])
+
+
+def test_a_budget_must_be_a_positive_number(tmp_path, compiled):
+    cfg = _config(tmp_path)
+    game_file = tmp_path / "kuhn.npz"
+    games.save(compiled["kuhn"], game_file)
+    for bad in ("nan", "0", "-1", "inf"):
+        done = _job(cfg, game_file, tmp_path / "x", tmp_path / "ck", "--stop-after-minutes", bad)
+        assert done.returncode != 0 and "--stop-after-minutes" in done.stderr
+
+
+# --- 3. the GPU check --------------------------------------------------------------------------
+
+
+def _gpu_present() -> bool:
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False
+
+
+def _games_folder(tmp_path, compiled):
+    for name in GAMES:
+        (tmp_path / "games" / name).mkdir(parents=True)
+        games.save(compiled[name], tmp_path / "games" / name / "game.npz")
+    return tmp_path / "games"
+
+
+def test_the_gpu_check_runs_its_steps_on_the_cpu(tmp_path, compiled):
+    """The check itself, dry run on the CPU (--platform cpu): its comparisons pass there
+    trivially (CPU against CPU), and a real mismatch is caught (a planted one)."""
+    folder = _games_folder(tmp_path, compiled)
+    script = ROOT / "bench" / "gpu_check.py"
+    out = tmp_path / "check"
+    done = subprocess.run([sys.executable, str(script), "--platform", "cpu", "--games",
+                           str(folder), "--out", str(out), "--configs", "24", "--deadline",
+                           "600", "--game", "kuhn", "leduc", "--no-throughput"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    names = [c["check"] for c in report["checks"]]
+    assert "two GPU runs bitwise equal" in names and all(c["ok"] for c in report["checks"])
+    # plant a difference in the second "GPU" run: the check must fail
+    data = dict(np.load(out / "cycles_gpu_b.npz"))
+    key = next(k for k in data if k.startswith("leduc/learned/neurd/"))
+    data[key] = data[key] + np.float32(1e-3)
+    np.savez(out / "cycles_gpu_b.npz", **data)
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    check = gpu_check.Check(tmp_path / "again", 100.0)
+    gpu_check.compare_cycles(check, out / "cycles_cpu.npz",
+                             [out / "cycles_gpu_a.npz", out / "cycles_gpu_b.npz"], folder)
+    assert not next(c for c in check.report["checks"]
+                    if c["check"] == "two GPU runs bitwise equal")["ok"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_present(), reason="no GPU visible to JAX")
+def test_the_gpu_check_passes_on_this_gpu(tmp_path, compiled):
+    """make gpu-check's steps on the GPU: finite, bitwise repeatable, CPU agreement, the real
+    neural-run stopped and resumed (throughput is timed by make gpu-check, not here)."""
+    folder = _games_folder(tmp_path, compiled)
+    cfg = _config(tmp_path)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--games",
+                           str(folder), "--config", str(cfg), "--out", str(tmp_path / "check"),
+                           "--deadline", "300", "--configs", "24", "--no-throughput"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
