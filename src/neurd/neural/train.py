@@ -20,8 +20,12 @@ readable top to bottom in :func:`cycle`:
    the next cycle samples from.
 
 :func:`run_segment` runs ``n`` cycles of every configuration: a
-``lax.fori_loop`` over cycles of a ``vmap`` over the configurations of each
-algorithm, in float32.  Random numbers derive from (seed, configuration,
+``lax.fori_loop`` over cycles of one ``vmap`` over the configurations of
+every algorithm, in float32.  A cycle's five batches of episodes are drawn in
+one pass of the sampler (they sample the same policy table; each batch from
+its own key, the very episodes a separate call would draw), and nothing in
+it indexes out of range or scatters: on a GPU it runs under XLA's
+deterministic flag and repeats bit for bit.  Random numbers derive from (seed, configuration,
 cycle) (:mod:`neurd.streams`), and initial weights from (seed, run seed)
 only, so NeuRD and SPG at every entropy level start from the same networks,
 and splitting the seeds between jobs changes no number.
