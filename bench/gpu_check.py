@@ -51,7 +51,10 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 def _setup(seeds: int, name: str, spec, game, train):
-    """Batched states, keys and etas of ``seeds`` x 6 entropy levels x each algorithm."""
+    """Batched states, keys and etas of ``seeds`` x 6 entropy levels x each algorithm.
+
+    Built here rather than by ``train.batch_inputs`` so that ``--baseline`` can time source
+    trees older than that function."""
     import jax.numpy as jnp
     import numpy as np
 

@@ -35,15 +35,7 @@ def compiled():
 
 
 def _setup(spec, game, name, seeds=1):
-    entropies = np.asarray([0.0, 0.1], np.float32)
-    run_seeds = np.repeat(np.arange(seeds), len(entropies))
-    index = np.tile(np.arange(len(entropies)), seeds)
-    states = {a: train.initial_states(spec, game, 0, name, tuple(range(seeds)), len(entropies))
-              for a in spec.algorithms}
-    keys = {a: train.configuration_keys(0, name, i, index, run_seeds)
-            for i, a in enumerate(spec.algorithms)}
-    etas = {a: jnp.asarray(entropies[index]) for a in spec.algorithms}
-    return states, keys, etas
+    return train.batch_inputs(spec, game, 0, name, tuple(range(seeds)), (0.0, 0.1))
 
 
 # --- 1. correct: every index in range ---------------------------------------------------------

@@ -169,10 +169,6 @@ PART_BYTES = 16 * 2**20 - 2**16  # a checkpoint file's payload: under 16 MiB wit
 class Stopped(Exception):
     """The job ran out of its wall-time budget and saved its state (resume by running again)."""
 
-    def __init__(self, message: str, iteration: int):
-        super().__init__(message)
-        self.iteration = iteration
-
 
 class _Checkpoint:
     """The whole job state in a folder of ``.npz`` files of at most 16 MiB each (no pickles).
@@ -191,6 +187,8 @@ class _Checkpoint:
 
     def save(self, states: list, next_row: int, results: dict, pieces: list) -> None:
         folder = os.fspath(self.path)
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            os.remove(folder)  # not a checkpoint folder: restore already said it was dropped
         os.makedirs(folder, exist_ok=True)
         previous = self._meta()
         generation = (previous or {}).get("generation", -1) + 1
@@ -200,8 +198,8 @@ class _Checkpoint:
         index, parts, part, size = {}, [], {}, 0
         for name, array in arrays.items():
             flat = np.ascontiguousarray(array).reshape(-1)
-            step = max(1, PART_BYTES // max(flat.itemsize, 1))
-            chunks = [flat[k:k + step] for k in range(0, max(len(flat), 1), step)] or [flat]
+            step = PART_BYTES // flat.itemsize
+            chunks = [flat[k:k + step] for k in range(0, max(len(flat), 1), step)]
             index[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "chunks": []}
             for c, chunk in enumerate(chunks):
                 if part and size + chunk.nbytes > PART_BYTES:
@@ -287,8 +285,6 @@ class _Checkpoint:
     def remove(self) -> None:
         if self.path is not None and os.path.isdir(self.path):
             shutil.rmtree(self.path)
-        elif self.path is not None and os.path.exists(self.path):
-            os.remove(self.path)
 
 
 @jax.jit
@@ -339,18 +335,9 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     form, tree64 = _exact_setup(compiled)
     iterations, phases = checkpoint_grid(plan.phase_iterations, plan.phases, plan.geometric,
                                          plan.linear, spec.critic_updates)
-    entropies = np.asarray(plan.entropies, dtype=np.float32)
-    per_seed = len(plan.entropies)
-    keys, etas, states = [], [], []
-    for batch in plan.batches:
-        run_seeds = np.repeat(batch, per_seed)
-        entropy_index = np.tile(np.arange(per_seed), len(batch))
-        keys.append({a: train.configuration_keys(plan.seed, plan.game, i, entropy_index,
-                                                 run_seeds)
-                     for i, a in enumerate(spec.algorithms)})
-        etas.append({a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms})
-        states.append({a: train.initial_states(spec, game, plan.seed, plan.game, batch, per_seed)
-                       for a in spec.algorithms})
+    states, keys, etas = (list(x) for x in zip(*[
+        train.batch_inputs(spec, game, plan.seed, plan.game, batch, plan.entropies)
+        for batch in plan.batches]))
     configs = len(plan.configurations)
     legal = np.asarray(compiled.infostate_legal)
     results = {
@@ -395,7 +382,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
                 raise Stopped(f"stopped at iteration {done} of {int(iterations[-1])} after "
                               f"{time.monotonic() - started:.0f} s (budget "
                               f"{stop_after_seconds:.0f} s); state saved in {checkpoint_path} "
-                              f"({saver.size() / 2**20:.1f} MiB): run again to resume", done)
+                              f"({saver.size() / 2**20:.1f} MiB): run again to resume")
         segment_start = time.monotonic()
         if target > done:
             cycles = (target - done) // spec.critic_updates

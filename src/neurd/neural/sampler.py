@@ -64,10 +64,14 @@ def sample_batches(tree: HistoryTree, policy: jax.Array, keys, sizes, eta=0.0, s
     episodes drawn from ``keys[j]``, the very episodes :func:`sample` draws from that key."""
     drawn = jnp.concatenate([uniforms(k, tree.depth, n, policy.dtype)
                              for k, n in zip(keys, sizes)], axis=1)
-    episodes = sample_uniforms(tree, policy, drawn, eta, sign)
+    return split_tree(sample_uniforms(tree, policy, drawn, eta, sign), sizes)
+
+
+def split_tree(tree, sizes) -> list:
+    """A pytree cut along the leading axis of every leaf into pieces of ``sizes``."""
     bounds = np.cumsum(sizes)[:-1].tolist()
-    parts = [jnp.split(x, bounds, axis=0) for x in jax.tree_util.tree_leaves(episodes)]
-    treedef = jax.tree_util.tree_structure(episodes)
+    parts = [jnp.split(x, bounds, axis=0) for x in jax.tree_util.tree_leaves(tree)]
+    treedef = jax.tree_util.tree_structure(tree)
     return [jax.tree_util.tree_unflatten(treedef, [p[j] for p in parts])
             for j in range(len(sizes))]
 

@@ -47,7 +47,12 @@ from neurd.games import CompiledGame
 from neurd.names import LEARNERS, NEURD, SPG
 from neurd.neural import losses, sampler
 from neurd.neural.networks import MLP, masked_policy  # noqa: F401  (re-exported)
-from neurd.tabular.histories import PI_FLOOR, HistoryTree, action_values, history_tree
+from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
+    HistoryTree,
+    action_values,
+    history_tree,
+    own_terms,
+)
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 CRITICS = ("learned", "exact")
@@ -137,13 +142,6 @@ def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunS
         blocked=zero, critic_loss=zero, updates=zero)
 
 
-def own_terms(table: jax.Array, num_legal: jax.Array, legal: jax.Array, eta) -> jax.Array:
-    """``[I, A]``: ``-eta log(pi(a|x)/mu(a|x))`` at every legal action, ``pi`` floored at
-    :data:`~neurd.tabular.histories.PI_FLOOR` (the exact evaluation's rule too)."""
-    ratio = jnp.maximum(table, PI_FLOOR) * num_legal[:, None]
-    return jnp.where(legal, -eta * jnp.log(ratio), 0.0)
-
-
 def taken_values(values: jax.Array, action: jax.Array) -> jax.Array:
     """``values [M, A]`` at ``action [M]``, 0 where the action is not one of the ``A``.
 
@@ -230,7 +228,6 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     zero = jnp.zeros((), jnp.float32)
     algorithms = [a for a in spec.algorithms if a in states]
     sizes = [keys[a].shape[0] for a in algorithms]
-    bounds = np.cumsum(sizes)[:-1].tolist()
 
     def joined(parts):
         return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts)
@@ -253,10 +250,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
                                                           first_cycle + i)
 
     state = jax.lax.fori_loop(0, num_cycles, body, state)
-    parts = [jnp.split(x, bounds) for x in jax.tree_util.tree_leaves(state)]
-    treedef = jax.tree_util.tree_structure(state)
-    return {a: jax.tree_util.tree_unflatten(treedef, [p[j] for p in parts])
-            for j, a in enumerate(algorithms)}
+    return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
 
 @partial(jax.jit, static_argnames=("spec",))
@@ -278,6 +272,22 @@ def configuration_keys(seed: int, game: str, algorithm_index: int, entropy_indic
     gid = game_stream_index(game)
     return jnp.stack([streams.key(seed, "neural.train", gid, int(s), algorithm_index, int(e))
                       for e, s in zip(entropy_indices, run_seeds)])
+
+
+def batch_inputs(spec: Spec, game: NeuralGame, seed: int, game_name: str, run_seeds,
+                 entropies) -> tuple[dict, dict, dict]:
+    """One batch's ``(states, keys, etas)``, each ``{algorithm: batched}``: every run seed at
+    every entropy level, seed-major (the order of :attr:`Plan.configurations` within it)."""
+    entropies = np.asarray(entropies, dtype=np.float32)
+    per_seed = len(entropies)
+    seeds = np.repeat(run_seeds, per_seed)
+    index = np.tile(np.arange(per_seed), len(run_seeds))
+    states = {a: initial_states(spec, game, seed, game_name, tuple(run_seeds), per_seed)
+              for a in spec.algorithms}
+    keys = {a: configuration_keys(seed, game_name, i, index, seeds)
+            for i, a in enumerate(spec.algorithms)}
+    etas = {a: jnp.asarray(entropies[index]) for a in spec.algorithms}
+    return states, keys, etas
 
 
 def initial_states(spec: Spec, game: NeuralGame, seed: int, game_name: str, run_seeds,

@@ -123,11 +123,15 @@ def history_tree(game: CompiledGame, dtype=jnp.float64) -> HistoryTree:
     )
 
 
+def own_terms(policy: jax.Array, num_legal: jax.Array, legal: jax.Array, eta) -> jax.Array:
+    """``[I, A]``: ``-eta log(pi(a|x) / mu(a|x))``, the acting player's own reward, at every
+    legal action, ``pi`` floored at :data:`PI_FLOOR`; the learner's rule and the exact one."""
+    ratio = jnp.maximum(policy, PI_FLOOR) * num_legal[:, None]
+    return jnp.where(legal, -eta * jnp.log(ratio), 0.0)
+
+
 def _own_term(tree: HistoryTree, policy: jax.Array, eta) -> jax.Array:
-    """``[I, A]``: ``-eta log(pi(a|x) / mu(a|x))``, the acting player's own reward, with
-    ``pi`` floored at :data:`PI_FLOOR` (the learner's rule, ``train.own_terms``)."""
-    ratio = jnp.maximum(policy, PI_FLOOR) * tree.num_legal[:, None]
-    return jnp.where(tree.legal, -eta * jnp.log(ratio), 0.0)
+    return own_terms(policy, tree.num_legal, tree.legal, eta)
 
 
 def edge_probabilities(tree: HistoryTree, policy: jax.Array) -> jax.Array:
