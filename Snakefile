@@ -40,6 +40,4 @@ include: "workflow/rules/figures.smk"
 rule all:
     default_target: True
     input:
-        FIGURE_FILES,
-        res("audit/claims.md"),
-        res("provenance.json"),
+        DOCUMENTED,

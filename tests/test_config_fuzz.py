@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from neurd.config import ConfigError
-from neurd.stages import SECTIONS, validate
+from neurd.stages import SECTIONS, SETTINGS, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "workflow/schemas"
@@ -82,7 +82,7 @@ KEYS = [path for path, _ in LEAVES]
 
 
 def test_the_fuzz_covers_every_section():
-    assert {path[0] for path in KEYS} == {"scale", "seed", *SECTIONS}
+    assert {path[0] for path in KEYS} == {*SETTINGS, *SECTIONS}
     assert len(KEYS) > 70
 
 

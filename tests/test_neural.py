@@ -282,17 +282,16 @@ def test_network_policy_nash_conv_equals_openspiels(compiled):
 def _neural_config(tmp_path, **changes):
     import yaml
 
-    from neurd.config import section
-    from neurd.stages import validate
+    from neurd.stages import snapshot, validate
 
     config = yaml.safe_load(open("workflow/config/default.yaml"))
     config["neural"].update({"games": ["leduc"], "entropies": [0.0, 0.1], "seeds": 2,
                              "seeds_per_job": 2, "seeds_per_batch": 2,
-                             "phase_iterations": {"leduc": 1200}, "checkpoint_minutes": 0,
+                             "phase_iterations": {"leduc": 1200},
                              "checkpoints": {"geometric": 6, "linear": 12}, **changes})
     validate(config, "workflow/schemas")
     path = tmp_path / "neural.json"
-    path.write_text(json.dumps(section(config, "neural")))
+    path.write_text(json.dumps(snapshot(config, "neural")))
     return path
 
 
@@ -303,7 +302,7 @@ def _run_job(tmp_path, folder, cfg, game_file):
                "--game", "leduc", "--critic", "learned", "--chunk", "0",
                "--compiled", str(game_file), "--curves", str(out / "curves.parquet"),
                "--policies", str(out / "policies.parquet"),
-               "--checkpoint", str(out / "checkpoint")]
+               "--checkpoint", str(out / "checkpoint"), "--checkpoint-minutes", "0"]
     return out, command
 
 
@@ -362,7 +361,8 @@ def test_jobs_split_the_seeds_and_add_the_exact_critic_runs():
 @pytest.mark.parametrize("changes, key", [
     ({"seeds_per_job": 3, "seeds_per_batch": 2}, "neural.seeds_per_job"),
     ({"phase_iterations": {"leduc": 1202}}, "neural.phase_iterations.leduc"),
-    ({"games": ["leduc", "kuhn"]}, "neural.phase_iterations.kuhn"),
+    ({"games": ["leduc", "kuhn3"], "game_strings": {"kuhn3": "kuhn_poker(players=2)"}},
+     "neural.phase_iterations.kuhn3"),
     ({"exact_critic_games": ["kuhm"]}, "neural.exact_critic_games"),
     ({"final_checkpoints": 50}, "neural.final_checkpoints"),
 ])

@@ -224,17 +224,16 @@ def test_a_paper_scale_checkpoint_fits_files_of_16_mib(compiled, name):
 def _config(tmp_path):
     import yaml
 
-    from neurd.config import section
-    from neurd.stages import validate
+    from neurd.stages import snapshot, validate
 
     config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
     config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 2,
                              "seeds_per_job": 2, "seeds_per_batch": 2,
-                             "phase_iterations": {"kuhn": 160}, "checkpoint_minutes": 60,
+                             "phase_iterations": {"kuhn": 160},
                              "checkpoints": {"geometric": 3, "linear": 6}})
     validate(config, str(ROOT / "workflow/schemas"))
     path = tmp_path / "neural.json"
-    path.write_text(json.dumps(section(config, "neural")))
+    path.write_text(json.dumps(snapshot(config, "neural")))
     return path
 
 
@@ -244,7 +243,8 @@ def _job(cfg, game_file, out, checkpoint, *extra):
         [sys.executable, "-m", "neurd.cli", "neural-run", "--config", str(cfg), "--game",
          "kuhn", "--critic", "learned", "--chunk", "0", "--compiled", str(game_file),
          "--curves", str(out / "curves.parquet"), "--policies", str(out / "policies.parquet"),
-         "--checkpoint", str(checkpoint), *extra], capture_output=True, text=True,
+         "--checkpoint", str(checkpoint), "--checkpoint-minutes", "60", *extra],
+        capture_output=True, text=True,
         env=dict(os.environ, JAX_PLATFORMS="cpu"))
 
 

@@ -7,6 +7,7 @@ job runs.
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -135,6 +136,80 @@ def test_scales_never_share_a_file(tmp_path):
     assert not planned["smoke"] & planned["paper"]
     tops = {Path(f).parts[1] for f in planned["default"]}
     assert tops <= set(SECTIONS) | set(RESULT_ENTRIES) and "figures" in tops
+
+
+# results/README.md's table of files: `<name>` is a wildcard, `{a,b}` alternatives, and a
+# cell `x.png`, `.pdf` names two files.  Not targets of `snakemake`: the report (`make
+# report`), the per-step logs and benchmark files (written beside each job, not outputs).
+NOT_TARGETS = ("report.html", "logs/", "benchmarks/")
+
+
+def _documented_patterns() -> dict[str, re.Pattern]:
+    text = (ROOT / "results/README.md").read_text()
+    patterns = {}
+    for row in re.findall(r"^\| (`[^|]+`) \|", text, re.M):
+        items = re.findall(r"`([^`]+)`", row)
+        items = [items[i - 1].rsplit(".", 1)[0] + item if item.startswith(".") else item
+                 for i, item in enumerate(items)]
+        for item in items:
+            regex = re.sub(r"<[a-z_]+>", "[^/]+", re.escape(item).replace(r"\<", "<")
+                           .replace(r"\>", ">"))
+            regex = re.sub(r"\\\{([^}]*)\\\}",
+                           lambda m: "(" + m.group(1).replace(",", "|") + ")", regex)
+            patterns[item] = re.compile(regex)
+    return patterns
+
+
+def test_results_readme_documents_every_file_of_the_dag_and_no_other(tmp_path):
+    """Every file of the default scale's DAG is in results/README.md's table, and every
+    entry of that table (but the report, logs and benchmarks) is made by the DAG."""
+    patterns = _documented_patterns()
+    assert len(patterns) > 30
+    planned = {f.removeprefix("results/") for f in _planned_files(_copy_workflow(tmp_path),
+                                                                   "workflow/config/default.yaml")}
+    targets = {f for f in planned if not f.startswith(NOT_TARGETS)}
+    undocumented = [f for f in targets if not any(p.fullmatch(f) for p in patterns.values())]
+    assert not undocumented, undocumented
+    unmade = [name for name, p in patterns.items()
+              if not name.startswith(NOT_TARGETS) and not any(p.fullmatch(f) for f in planned)]
+    assert not unmade, unmade
+
+
+def test_a_missing_documented_file_is_made_again(smoke_run, tmp_path):
+    """Delete one file of every documented kind from a finished run: Snakemake plans to
+    make each again (they are all targets of the default rule; a missing intermediate
+    whose consumers are up to date is otherwise left missing)."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(smoke_run, workdir, symlinks=True)
+    patterns = _documented_patterns()
+    files = sorted(str(p.relative_to(workdir / SMOKE)) for p in (workdir / SMOKE).rglob("*")
+                   if p.is_file())
+    deleted = set()
+    for name, pattern in patterns.items():
+        match = next((f for f in files if pattern.fullmatch(f)), None)
+        if match is not None and not name.startswith(NOT_TARGETS):
+            (workdir / SMOKE / match).unlink()
+            deleted.add(f"{SMOKE}/{match}")
+    assert len(deleted) > 30
+    summary = _snakemake(workdir, "--summary", "--configfile", "workflow/config/smoke.yaml")
+    plan = {row[0]: row[5] for row in (line.split("\t") for line in summary.stdout.splitlines())
+            if len(row) > 5}
+    assert {f: plan.get(f) for f in deleted} == {f: "update pending" for f in deleted}
+
+
+def test_settings_that_change_no_number_rerun_no_job(smoke_run, tmp_path):
+    """neural.checkpoint_minutes, throughput and gpus_per_job are out of the snapshot: a
+    finished run with them changed has nothing to recompute (only the whole-config
+    snapshot and the provenance, which record the config, are rewritten)."""
+    (tmp_path / "settings.yaml").write_text(
+        "neural:\n  checkpoint_minutes: 0.5\n  throughput: {kuhn: 7}\n  gpus_per_job: 1\n")
+    dry = _snakemake(smoke_run, "-n", "--cores", "2", "--configfile", "workflow/config/smoke.yaml",
+                     str(tmp_path / "settings.yaml"))
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    jobs = set(re.findall(r"^rule (\w+):", dry.stdout, re.M))
+    assert jobs <= {"config_snapshot", "provenance", "all"}, jobs
+    snapshots = re.findall(r"^rule config_snapshot:\n\s+output: (\S+)$", dry.stdout, re.M)
+    assert snapshots == [f"{SMOKE}/config/all.json"], snapshots
 
 
 def test_a_scale_cannot_take_a_name_of_the_default_layout(tmp_path):

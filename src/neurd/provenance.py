@@ -76,10 +76,9 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
     ``config_hash`` is the hash of the whole validated config; ``section_hashes``
     those of its top-level sections, which is what each table's
     ``neurd.config_hash`` metadata records (a table is made from one section
-    plus the seed, see :func:`neurd.config.section`).
+    plus the seed, less the settings that change no number: :func:`neurd.stages.snapshot`).
     """
-    from neurd.config import section
-    from neurd.stages import SECTIONS
+    from neurd.stages import SECTIONS, snapshot
 
     return {
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -88,7 +87,7 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
         "config": config,
         "config_hash": config_hash(config),
         "section_hashes": {
-            name: config_hash(section(config, name)) for name in SECTIONS if name in config
+            name: config_hash(snapshot(config, name)) for name in SECTIONS if name in config
         },
         "seed": config.get("seed"),
         "machine": machine(),

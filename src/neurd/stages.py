@@ -29,7 +29,7 @@ from pathlib import Path
 from neurd.config import ConfigError
 from neurd.pipeline._stage import Stage
 
-SETTINGS = ("scale", "seed")  # the top-level keys that are not a stage's section
+SETTINGS = ("scale", "seed", "limits")  # the top-level keys that are not a stage's section
 
 # Where a scale's results go: the default scale in results/ itself (the paths
 # the README documents), every other scale in results/<scale>/, so no two
@@ -74,6 +74,15 @@ def check(config: Mapping) -> None:
             stage.check(config[section])
 
 
+def snapshot(config: Mapping, name: str) -> dict:
+    """What the steps of section ``name`` compute from: the section with the global seed,
+    less the stage's settings that change no number (:attr:`Stage.settings`)."""
+    from neurd.config import section
+
+    return {key: value for key, value in section(config, name).items()
+            if key not in STAGES[name].settings}
+
+
 def results_root(config: Mapping) -> str:
     """The folder a config's results go to: ``results`` or ``results/<scale>``."""
     scale = config.get("scale", DEFAULT_SCALE)
@@ -110,66 +119,83 @@ def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
         bad = non_finite(config)
         if bad:
             raise ConfigError("config: every number must be finite, got " + "; ".join(bad))
-        validate_schema(config, str(schema_dir / "config.schema.yaml"))
-        for section in SECTIONS:
-            validate_schema(config, str(schema_dir / f"{section}.schema.yaml"))
+        schemas = {name: str(schema_dir / f"{name}.schema.yaml") for name in ("config", *SECTIONS)}
+        for path in schemas.values():
+            merge_map_defaults(config, _read_schema(path))
+        for path in schemas.values():
+            validate_schema(config, path)
         check(config)
+        inspect(config)
     except ConfigError as error:
         raise ConfigError(f"{error}{where}") from None
     except WorkflowError as error:
         raise ConfigError(f"{error}{where}") from None
 
 
+def inspect(config: Mapping) -> None:
+    """Each stage's ``inspect``: its games and what its run will allocate, write and ask a
+    scheduler for, against the config's ``limits`` (:mod:`neurd.limits`)."""
+    for section, stage in STAGES.items():
+        if config.get(section) and stage.inspect is not None:
+            stage.inspect(config[section], config["limits"])
+
+
+def _read_schema(path: str) -> dict:
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def merge_map_defaults(node, schema: Mapping) -> None:
+    """Merge each given mapping setting (``neural.game_strings``) over its schema default.
+
+    A JSON schema's default fills a key only when it is absent: a config that
+    sets one entry of ``game_strings`` would drop the others (and the error
+    would then blame a key the user never wrote).  A mapping whose schema has
+    ``additionalProperties`` (names -> values) and a default is merged over
+    that default instead, entry by entry, as Snakemake merges config files.
+    ``x-default-entries-follow: <key>`` keeps a default entry only where the
+    sibling mapping ``<key>`` has its default value for that name: the default
+    ``expected_infostates`` of a game are those of its default game string.
+    """
+    if not isinstance(node, dict):
+        return
+    properties = schema.get("properties", {})
+    for key, sub in properties.items():
+        value = node.get(key)
+        follow = sub.get("x-default-entries-follow")
+        if value is None and follow is not None:
+            value = node[key] = {}
+        if not isinstance(value, dict):
+            continue
+        default = sub.get("default")
+        if isinstance(sub.get("additionalProperties"), dict) and isinstance(default, dict):
+            if follow is not None:
+                given = node.get(follow) if isinstance(node.get(follow), dict) else {}
+                base = properties[follow].get("default", {})
+                default = {name: v for name, v in default.items()
+                           if given.get(name, base.get(name)) == base.get(name)}
+            node[key] = {**default, **value}
+        else:
+            merge_map_defaults(value, sub)
+
+
 DEFAULT_CONFIG = "workflow/config/default.yaml"
 
 
 def read_config_file(path: str | os.PathLike) -> dict:
-    """One config file as Snakemake reads it (JSON, else YAML through yte); errors name it.
+    """One config file, read without running anything in it; errors name it.
 
     Snakemake reads ``--configfile`` before the Snakefile runs, and its own
     messages for a missing or malformed file do not always name the file;
-    ``neurd check-config`` (which ``make`` runs first) reads it here instead.
+    ``neurd check-config`` (which ``make`` runs first) reads it here instead,
+    and refuses what Snakemake would take silently or execute: duplicate keys,
+    YTE templates, oversized files and alias bombs (:mod:`neurd.configfile`).
     """
-    import json
+    from neurd import configfile
 
-    import yaml
-    import yte
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise ConfigError(f"config file {path}: cannot read it: {error.strerror or error}") \
-            from None
-    try:
-        config = json.loads(text)
-    except ValueError:
-        try:
-            config = yte.process_yaml(text, require_use_yte=True)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"config file {path} is neither JSON nor valid YAML"
-                              f"{_yaml_problem(text, error)}") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"config file {path}: expected keys at the top level (a mapping), "
-                          f"got {type(config).__name__}")
-    return config
-
-
-def _yaml_problem(text: str, error) -> str:
-    """Where and what YAML found wrong (yte's errors lose the position; PyYAML's keep it)."""
-    import yaml
-
-    try:
-        yaml.safe_load(text)
-    except yaml.MarkedYAMLError as marked:
-        error = marked
-    except yaml.YAMLError:
-        pass
-    mark = getattr(error, "problem_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    what = ", ".join(filter(None, (getattr(error, "context", None),
-                                   getattr(error, "problem", None))))
-    return f"{where}: {what or ' '.join(str(error).split())}"
+    return configfile.read_config_file(path)
 
 
 def load_config(files=(), workflow_dir: str | os.PathLike = ".") -> dict:

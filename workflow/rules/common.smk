@@ -36,3 +36,8 @@ def res(path):
 FIGURE_JOBS = {job.name: job for job in figures(config)}
 FIGURES = list(FIGURE_JOBS)
 FIGURE_FILES = expand(res("figures/{figure}.{ext}"), figure=FIGURES, ext=["png", "pdf"])
+
+# Every file results/README.md documents, added by each rules file: all targets of
+# `rule all`, so a documented file that is missing is made again (Snakemake does not
+# remake a missing intermediate file whose consumers are up to date).
+DOCUMENTED = []

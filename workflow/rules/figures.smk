@@ -86,3 +86,11 @@ rule provenance:
     shell:
         "neurd provenance --config {input.cfg} --out {output.json} --html {output.html}"
         " --benchmarks {params.benchmarks} > {log} 2>&1"
+
+
+DOCUMENTED += [
+    *FIGURE_FILES,
+    *expand(res("audit/{figure}.csv"), figure=FIGURES),
+    *rules.claims_audit.output,
+    *rules.provenance.output,
+]

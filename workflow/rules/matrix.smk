@@ -43,3 +43,6 @@ rule regret_trajectories:
         runtime=10,
     shell:
         "neurd matrix-trajectories --config {input.cfg} --out {output} > {log} 2>&1"
+
+
+DOCUMENTED += [*rules.regret_sweep.output, *rules.regret_trajectories.output]

@@ -60,7 +60,8 @@ rule neural_run:
         "neurd neural-run --config {input.cfg} --game {wildcards.game}"
         " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
         " --curves {output.curves} --policies {output.policies}"
-        " --checkpoint {params.checkpoint} > {log} 2>&1"
+        " --checkpoint {params.checkpoint}"
+        " --checkpoint-minutes {config[neural][checkpoint_minutes]} > {log} 2>&1"
 
 
 rule neural_table:
@@ -132,3 +133,15 @@ rule neural_combine:
         "neurd neural-combine --config {input.cfg} --nashconv {input.nashconv}"
         " --diagnostics {input.diagnostics} --summary {input.summary}"
         " --nashconv_ci {input.ci} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+DOCUMENTED += [
+    *expand(rules.neural_game.output[0], game=NEURAL["games"]),
+    *[
+        path.format(game=g, critic=c, chunk=k)
+        for g, c, k in NEURAL_JOBS
+        for path in rules.neural_run.output
+    ],
+    *expand(rules.neural_table.output, game=NEURAL["games"]),
+    *rules.neural_combine.output,
+]

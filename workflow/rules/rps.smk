@@ -112,3 +112,12 @@ rule rps_ci:
         runtime=10,
     shell:
         "neurd rps-ci --config {input.cfg} --table {input.table} --out {output} > {log} 2>&1"
+
+
+DOCUMENTED += [
+    *rules.rps_nash_sets.output,
+    *rules.rps_portraits.output,
+    *rules.rps_biased.output,
+    *rules.rps_nonstationary.output,
+    *expand(rules.rps_ci.output[0], experiment=["biased", "nonstationary"]),
+]

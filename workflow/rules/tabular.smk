@@ -101,3 +101,15 @@ rule tabular_nashconv:
     shell:
         "neurd tabular-table --config {input.cfg} --game {wildcards.game}"
         " --sweep {input.sweep} --reference {input.reference} --out {output} > {log} 2>&1"
+
+
+DOCUMENTED += [
+    *expand(rules.compile_game.output[0], game=TABULAR["games"]),
+    *expand(rules.tabular_sweep.output[0], game=TABULAR["games"]),
+    *expand(
+        rules.tabular_reference.output[0],
+        game=TABULAR["games"],
+        solver=TABULAR["reference_solvers"],
+    ),
+    *expand(rules.tabular_nashconv.output[0], game=TABULAR["games"]),
+]

@@ -193,7 +193,10 @@ def compile_configured(name: str, game_strings, expected_infostates, section: st
     if name not in game_strings:
         raise GameError(f"game {name!r} has no entry in config {section}.game_strings "
                         f"{sorted(game_strings)}")
-    compiled = compile_game(game_strings[name])
+    try:
+        compiled = compile_game(game_strings[name])
+    except GameError as error:
+        raise GameError(f"config key '{section}.game_strings.{name}': {error}") from None
     expected = (expected_infostates or {}).get(name)
     if expected is not None and compiled.num_infostates != expected:
         raise GameError(f"game {name!r} ({compiled.game_string}) has "

@@ -21,11 +21,13 @@ in that phase's game, and as the first of the next, in the next one's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
-import shutil
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -170,6 +172,26 @@ class Stopped(Exception):
     """The job ran out of its wall-time budget and saved its state (resume by running again)."""
 
 
+class _Unfit(ValueError):
+    """Why a checkpoint does not fit the job; ``array``: the stored array at fault, if one."""
+
+    def __init__(self, reason: str, array: str | None = None):
+        super().__init__(reason)
+        self.array = array
+
+
+# the file names a checkpoint folder holds: its meta.json, its parts, and their temporaries
+# (neurd.tables.atomic_path's ".<name>.tmp-<random><suffix>", left by a writer killed outright)
+_PART = re.compile(r"part-(\d+)-(\d+)\.npz")
+_OWN = re.compile(r"meta\.json|part-\d+-\d+\.npz|\.(meta\.json|part-\d+-\d+\.npz)\.tmp-\w+\.\w+")
+_META_KEYS = ("format", "version", "identity", "next_row", "generation", "parts", "arrays",
+              "pieces")
+# the results run() measures at each checkpoint row, and the keys of its records of pieces
+_MEASURED = ("nash_conv", "critic_rmse", "blocked", "critic_loss")
+_PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
+               "seconds", "configuration_iterations_per_second")
+
+
 class _Checkpoint:
     """The whole job state in a folder of ``.npz`` files of at most 16 MiB each (no pickles).
 
@@ -180,6 +202,9 @@ class _Checkpoint:
     parts, then replaces ``meta.json`` (atomically), then removes the older
     generation's parts: a kill at any moment leaves a readable state.  The
     folder can be moved to another machine and resumed there.
+
+    A checkpoint is a cache: one that is unreadable or does not fit the job
+    is dropped (its files removed) with a warning, and the job starts afresh.
     """
 
     def __init__(self, path, identity: dict):
@@ -188,10 +213,9 @@ class _Checkpoint:
     def save(self, states: list, next_row: int, results: dict, pieces: list) -> None:
         folder = os.fspath(self.path)
         if os.path.exists(folder) and not os.path.isdir(folder):
-            os.remove(folder)  # not a checkpoint folder: restore already said it was dropped
+            os.remove(folder)  # not a checkpoint folder: restore already said it was ignored
         os.makedirs(folder, exist_ok=True)
-        previous = self._meta()
-        generation = (previous or {}).get("generation", -1) + 1
+        generation = self._next_generation(folder)
         arrays = {f"leaf_{i}": np.asarray(x)
                   for i, x in enumerate(jax.tree_util.tree_leaves(states))}
         arrays.update({f"result_{k}": np.asarray(v) for k, v in results.items()})
@@ -220,8 +244,18 @@ class _Checkpoint:
         with atomic_path(os.path.join(folder, "meta.json")) as tmp:
             tmp.write_text(json.dumps(meta, sort_keys=True))
         for stale in os.listdir(folder):
-            if stale.startswith("part-") and stale not in names:
+            if _PART.fullmatch(stale) and stale not in names:
                 os.remove(os.path.join(folder, stale))
+
+    def _next_generation(self, folder) -> int:
+        """One past every generation in the folder (its ``meta.json``'s and its parts'), so
+        that a save never overwrites a part the ``meta.json`` in place still names, whatever
+        that ``meta.json`` holds (another run's is ignored at restore, not dropped)."""
+        meta = self._meta()
+        seen = [int(m.group(1)) for m in map(_PART.fullmatch, os.listdir(folder)) if m]
+        if isinstance(meta, dict) and type(meta.get("generation")) is int:
+            seen.append(meta["generation"])
+        return max(seen, default=-1) + 1
 
     def _meta(self):
         try:
@@ -230,49 +264,151 @@ class _Checkpoint:
         except (OSError, ValueError):
             return None
 
-    def restore(self, states: list):
-        """``(states, next_row, results, pieces)`` from the folder, or ``None``."""
+    def restore(self, states: list, check=None):
+        """``(states, next_row, results, pieces)`` from the folder, or ``None``.
+
+        ``check(next_row, results, pieces)``: raises :class:`_Unfit` unless the
+        results and pieces are what the job would hold at ``next_row``.  A
+        checkpoint that is unreadable or does not fit (see :meth:`_restore`) is
+        dropped here, with one warning naming it and why, before any compute
+        uses it; another run's (its identity differs) is ignored and left for
+        the first save to replace; so is a file in the folder's place.
+        """
         if self.path is None or not os.path.exists(self.path):
             return None
-        try:
-            return self._restore(states)
-        except Exception as error:  # a checkpoint is a cache: a bad one is dropped, not fatal
-            log.warning("ignoring unreadable checkpoint %s (%s: %s); starting afresh",
-                        self.path, type(error).__name__, error)
+        folder = os.fspath(self.path)
+        if not os.path.isdir(folder):
+            log.warning("ignoring %s: not a checkpoint folder (the first save replaces it); "
+                        "starting afresh", folder)
             return None
+        try:
+            return self._restore(states, check)
+        except Exception as error:  # a checkpoint is a cache: a bad one is dropped, not fatal
+            reason = (str(error) if isinstance(error, _Unfit)
+                      else f"{type(error).__name__}: {error}")
+        try:
+            self._clear()
+            outcome = "removed its files"
+        except OSError as error:  # the first save replaces what is left
+            outcome = f"could not remove it ({type(error).__name__}: {error})"
+        log.warning("dropping checkpoint %s, which does not fit this job: %s; %s and starting "
+                    "afresh", folder, reason, outcome)
+        return None
 
-    def _restore(self, states: list):
-        if not os.path.isdir(self.path):
-            raise ValueError("not a checkpoint folder")
-        with open(os.path.join(os.fspath(self.path), "meta.json")) as handle:
-            meta = json.load(handle)
-        if (meta.get("format"), meta.get("version"), meta.get("identity")) != (
+    def _restore(self, states: list, check):
+        """Read the folder; raise :class:`_Unfit` (or the reader's error) unless it fits.
+
+        It fits if ``meta.json`` is an object with every key a save writes, its
+        ``next_row`` a row (an int >= 0), ``pieces`` a list of objects, its
+        parts readable and holding every array as ``meta.json`` describes it
+        (dtype, shape, chunks); if the arrays are exactly the job's state
+        leaves, each of the job's dtype and shape and finite where floating,
+        plus results that pass ``check``.  Anything less would fail the job
+        later, far from the file (an IndexError, a NaN NashConv), or change its
+        tables.
+        """
+        folder = os.fspath(self.path)
+        meta = self._read_meta(folder)
+        if (meta["format"], meta["version"], meta["identity"]) != (
                 CHECKPOINT_FORMAT, CHECKPOINT_VERSION, self.identity):
             log.warning("ignoring checkpoint %s: it belongs to another run", self.path)
             return None
-        files = [np.load(os.path.join(os.fspath(self.path), name), allow_pickle=False)
-                 for name in meta["parts"]]
-        try:
-            arrays = {}
-            for name, entry in meta["arrays"].items():
-                flat = np.concatenate([files[k][key] for k, key in entry["chunks"]])
-                arrays[name] = flat.astype(np.dtype(entry["dtype"]), copy=False).reshape(
-                    entry["shape"])
-        finally:
-            for f in files:
-                f.close()
+        next_row, pieces = meta["next_row"], meta["pieces"]
+        if type(next_row) is not int or next_row < 0:
+            raise _Unfit(f"meta.json: next_row {next_row!r} is not a checkpoint row")
+        if not (isinstance(pieces, list) and all(isinstance(p, dict) for p in pieces)):
+            raise _Unfit("meta.json: pieces is not a list of records")
+        arrays, located = self._read_arrays(folder, meta["parts"], meta["arrays"])
         leaves, treedef = jax.tree_util.tree_flatten(states)
-        restored = []
-        for i, x in enumerate(leaves):
-            value = arrays[f"leaf_{i}"]
-            if value.shape != x.shape or value.dtype != x.dtype:
-                raise ValueError(f"leaf {i} is {value.dtype}{list(value.shape)}, the job's "
-                                 f"is {x.dtype}{list(x.shape)}")
-            restored.append(jnp.asarray(value))
+        stored = {k for k in arrays if not k.startswith("result_")}
+        expected = {f"leaf_{i}" for i in range(len(leaves))}
+        if stored != expected:
+            odd = sorted(stored ^ expected, key=lambda k: (len(k), k))
+            raise _Unfit(f"meta.json: the state is {len(stored)} arrays, the job's {len(leaves)}"
+                         f" leaves (not in both: {', '.join(odd[:3])}"
+                         f"{', ...' if len(odd) > 3 else ''})")
         results = {k[len("result_"):]: v for k, v in arrays.items() if k.startswith("result_")}
-        log.info("resuming from checkpoint %s at checkpoint row %d", self.path, meta["next_row"])
-        return (jax.tree_util.tree_unflatten(treedef, restored), int(meta["next_row"]),
-                results, list(meta.get("pieces", [])))
+        try:
+            for i, x in enumerate(leaves):
+                value = arrays[f"leaf_{i}"]
+                if value.shape != x.shape or value.dtype != x.dtype:
+                    raise _Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
+                                 f"{x.dtype}{list(x.shape)}", f"leaf_{i}")
+                if np.issubdtype(value.dtype, np.inexact) and not np.all(np.isfinite(value)):
+                    raise _Unfit("holds non-finite values", f"leaf_{i}")
+            if check is not None:
+                check(next_row, results, pieces)
+        except _Unfit as unfit:
+            if unfit.array is None:
+                raise
+            raise _Unfit(f"{unfit.array} (in {', '.join(located[unfit.array])}) {unfit}") from None
+        log.info("resuming from checkpoint %s at checkpoint row %d", self.path, next_row)
+        return (jax.tree_util.tree_unflatten(treedef, [jnp.asarray(arrays[f"leaf_{i}"])
+                                                       for i in range(len(leaves))]),
+                next_row, results, pieces)
+
+    @staticmethod
+    def _read_meta(folder) -> dict:
+        try:
+            with open(os.path.join(folder, "meta.json")) as handle:
+                meta = json.load(handle)
+        except FileNotFoundError:
+            raise _Unfit("no meta.json") from None
+        except ValueError as error:
+            raise _Unfit(f"meta.json is not JSON ({error})") from None
+        if not isinstance(meta, dict):
+            raise _Unfit(f"meta.json is a JSON {type(meta).__name__}, not an object")
+        missing = [k for k in _META_KEYS if k not in meta]
+        if missing:
+            raise _Unfit(f"meta.json lacks {', '.join(missing)}")
+        return meta
+
+    @staticmethod
+    def _read_arrays(folder, parts, index) -> tuple[dict, dict]:
+        """``({name: array}, {name: [part files]})`` as ``meta.json`` describes them."""
+        if not (isinstance(parts, list) and all(isinstance(n, str) and _PART.fullmatch(n)
+                                                for n in parts)):
+            raise _Unfit("meta.json: parts is not a list of part-<generation>-<k>.npz names")
+        if not isinstance(index, dict):
+            raise _Unfit("meta.json: arrays is not an object")
+        arrays, located = {}, {}
+        with contextlib.ExitStack() as stack:
+            files = []
+            for name in parts:
+                try:
+                    files.append(stack.enter_context(
+                        np.load(os.path.join(folder, name), allow_pickle=False)))
+                except Exception as error:
+                    raise _Unfit(f"{name} is unreadable ({type(error).__name__}: "
+                                 f"{error})") from None
+            for name, entry in index.items():
+                try:
+                    dtype, shape, chunks = (np.dtype(entry["dtype"]), tuple(entry["shape"]),
+                                            entry["chunks"])
+                    if not (all(type(n) is int and n >= 0 for n in shape)
+                            and all(type(k) is int and 0 <= k < len(files)
+                                    and isinstance(key, str) for k, key in chunks)):
+                        raise ValueError
+                except Exception:
+                    raise _Unfit(f"meta.json: the entry of {name} is malformed") from None
+                located[name] = sorted({parts[k] for k, _ in chunks})
+                flat = []
+                for k, key in chunks:
+                    try:
+                        chunk = files[k][key]
+                    except Exception as error:
+                        raise _Unfit(f"{parts[k]}: {key} is unreadable ({type(error).__name__}"
+                                     f": {error})") from None
+                    if chunk.dtype != dtype or chunk.ndim != 1:
+                        raise _Unfit(f"{parts[k]}: {key} is {chunk.dtype}{list(chunk.shape)}, "
+                                     f"not the flat {dtype} meta.json says")
+                    flat.append(chunk)
+                flat = np.concatenate(flat) if flat else np.zeros(0, dtype)
+                if flat.size != math.prod(shape):
+                    raise _Unfit(f"{name} (in {', '.join(located[name])}) holds {flat.size} "
+                                 f"values, not the {math.prod(shape)} of its shape {list(shape)}")
+                arrays[name] = flat.reshape(shape)
+        return arrays, located
 
     def size(self) -> int:
         """Bytes of the saved state (0 if none)."""
@@ -284,7 +420,63 @@ class _Checkpoint:
 
     def remove(self) -> None:
         if self.path is not None and os.path.isdir(self.path):
-            shutil.rmtree(self.path)
+            self._clear()
+
+    def _clear(self) -> None:
+        """Remove the checkpoint's own files, then the folder if that empties it: whatever
+        else is in it (the path may be a folder the user named) is left alone."""
+        folder = os.fspath(self.path)
+        for name in os.listdir(folder):
+            if _OWN.fullmatch(name) and not os.path.isdir(os.path.join(folder, name)):
+                os.remove(os.path.join(folder, name))
+        if not os.listdir(folder) and not os.path.islink(folder):
+            os.rmdir(folder)
+
+
+def _check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, configs: int,
+                     legal_count: int, next_row: int, results: dict, pieces: list) -> None:
+    """Raise :class:`_Unfit` unless ``results`` and ``pieces`` are what :func:`run` holds
+    before checkpoint row ``next_row`` of the grid ``iterations``/``phases``.
+
+    The per-checkpoint arrays are float64 ``[K, C]``: finite in the rows measured
+    (``row < next_row``; :func:`run` stops at a non-finite NashConv), NaN in the
+    others, in every row for the exact critic's error, and at iteration 0 for
+    ``blocked`` and ``critic_loss``; ``phase_tables`` is float32 ``[P, C, L]``,
+    finite, one per phase ended before ``next_row``; each piece a record with
+    the keys :func:`run` writes (the pipeline reads them).
+    """
+    rows = len(iterations)
+    if not 0 <= next_row <= rows:
+        raise _Unfit(f"meta.json: next_row {next_row} is off the checkpoint grid (rows "
+                     f"0..{rows})")
+    names = {*_MEASURED, "phase_tables"}
+    if set(results) != names:
+        raise _Unfit(f"meta.json: the results are {sorted(results)}, the job's are "
+                     f"{sorted(names)}")
+    measured = np.arange(rows) < next_row
+    for name in _MEASURED:
+        value, array = results[name], f"result_{name}"
+        if value.dtype != np.float64 or value.shape != (rows, configs):
+            raise _Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
+                         f"float64{[rows, configs]}", array)
+        written = measured & (iterations > 0 if name in ("blocked", "critic_loss") else True)
+        if name == "critic_rmse" and plan.spec.critic == "exact":
+            written = np.zeros(rows, bool)
+        if not np.all(np.isfinite(value[written])):
+            raise _Unfit("holds non-finite values in rows the job has measured", array)
+        if not np.all(np.isnan(value[~written])):
+            raise _Unfit("holds values where the job has written none", array)
+    ended = int(np.sum(measured & (iterations == phases * plan.phase_iterations)))
+    tables = results["phase_tables"]
+    if tables.dtype != np.float32 or tables.shape != (ended, configs, legal_count):
+        raise _Unfit(f"is {tables.dtype}{list(tables.shape)}, the job's is "
+                     f"float32{[ended, configs, legal_count]}", "result_phase_tables")
+    if not np.all(np.isfinite(tables)):
+        raise _Unfit("holds non-finite values", "result_phase_tables")
+    for i, piece in enumerate(pieces):
+        missing = [k for k in _PIECE_KEYS if k not in piece]
+        if missing:
+            raise _Unfit(f"meta.json: piece {i} lacks {', '.join(missing)}")
 
 
 @jax.jit
@@ -324,7 +516,9 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
 
     ``checkpoint_path``: a folder where the job state is saved every
     ``checkpoint_seconds`` of wall time (and resumed from if it exists and
-    belongs to the same ``identity``); removed when the job finishes.
+    belongs to the same ``identity``; one that is unreadable or does not fit the
+    plan is dropped with a warning, before any compute); removed when the job
+    finishes.
     ``stop_after_seconds``: a wall-time budget; once the next segment would
     overrun it, the state is saved to ``checkpoint_path`` and :class:`Stopped`
     is raised (run again to resume: the tables come out identical).
@@ -341,15 +535,13 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     configs = len(plan.configurations)
     legal = np.asarray(compiled.infostate_legal)
     results = {
-        "nash_conv": np.full((len(iterations), configs), np.nan),
-        "critic_rmse": np.full((len(iterations), configs), np.nan),
-        "blocked": np.full((len(iterations), configs), np.nan),
-        "critic_loss": np.full((len(iterations), configs), np.nan),
+        **{name: np.full((len(iterations), configs), np.nan) for name in _MEASURED},
         # the float32 tables at each phase's end, legal entries only (what a checkpoint keeps)
         "phase_tables": np.zeros((0, configs, int(legal.sum())), np.float32),
     }
     saver = _Checkpoint(checkpoint_path, identity or {})
-    restored = saver.restore(states)
+    restored = saver.restore(states, partial(_check_resumable, plan, iterations, phases,
+                                             configs, int(legal.sum())))
     first_row, pieces = 0, []
     if restored is not None:
         states, first_row, results, pieces = restored

@@ -39,7 +39,16 @@ class Stage:
     for what the schema cannot express (one value against another);
     ``figures(cfg)`` lists the :class:`Figure` s the section makes;
     ``register(stage, sub)`` adds the steps with :meth:`add_step`;
-    ``float64``: whether the steps compute in double precision.
+    ``float64``: whether the steps compute in double precision;
+    ``settings``: keys of the section that change no number (how a job is
+    scheduled or how often it saves its state): they stay out of the config
+    snapshot, so out of every hash the tables and checkpoints are keyed on,
+    and the rules read them from the config itself;
+    ``inspect(cfg, limits)``: the checks that need more than the section's
+    values -- the games it names, loaded by OpenSpiel, and what a run will
+    allocate, write and ask a scheduler for against the config's ``limits``
+    (:mod:`neurd.limits`); run when a config is validated (the Snakefile,
+    ``neurd check-config``), not when a step reads its snapshot.
     """
 
     section: str
@@ -47,6 +56,8 @@ class Stage:
     figures: Callable[[Mapping], list[Figure]]
     register: Callable
     float64: bool = True
+    settings: tuple[str, ...] = ()
+    inspect: Callable[[Mapping, Mapping], None] | None = None
 
     def load(self, path: str | os.PathLike) -> dict:
         """The section's config snapshot at ``path``, checked; errors name the file."""

@@ -131,6 +131,61 @@ def check(cfg: Mapping) -> None:
             f"must not exceed neural.checkpoints.linear ({cfg['checkpoints']['linear']})")
 
 
+def inspect(cfg: Mapping, limits: Mapping) -> None:
+    """The games (loaded and compiled by OpenSpiel, with an information-state tensor), and
+    each game's tables, job memory and requested runtime against ``limits``
+    (:mod:`neurd.limits`); errors name the key."""
+    from neurd.limits import MB, check_games, within
+
+    sizes = check_games("neural", cfg, limits, need_tensor=True)
+    grid = f"{len(cfg['algorithms'])} algorithms x {len(cfg['entropies'])} entropy levels"
+    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds"])
+    points = int(cfg["phases"]) * (2 + cfg["checkpoints"]["geometric"]
+                                   + cfg["checkpoints"]["linear"])
+    for game, size in sizes.items():
+        critics = 2 if game in cfg["exact_critic_games"] else 1
+        within(configs * points * critics, limits, "max_table_rows", "neural.checkpoints",
+               f"{game}: the NashConv table ({grid} x {cfg['seeds']} seeds x {critics} "
+               f"critics x up to {points} checkpoints), in rows,")
+        within(configs * int(cfg["phases"]) * size.legal_pairs, limits, "max_table_rows",
+               "neural.seeds", f"{game}: the policies table ({grid} x {cfg['seeds']} seeds x "
+               f"{cfg['phases']} phases x {size.legal_pairs} legal actions), in rows,")
+        within(job_memory_bytes(cfg, size) / MB, limits, "max_job_memory_mb",
+               "neural.seeds_per_batch",
+               f"{game}: a job's estimated memory (networks {cfg['hidden_sizes']} on a tensor "
+               f"of {size.tensor_size}, {cfg['critic_batch']} x "
+               f"{cfg['critic_updates_per_policy_update']} + {cfg['policy_batch']} episodes "
+               f"per cycle, {size.histories} histories evaluated exactly, for {grid} x "
+               f"{cfg['seeds_per_batch']} seeds per batch)", " MB")
+        within(job_runtime_minutes(cfg, game), limits, "max_runtime_minutes",
+               f"neural.throughput.{game}",
+               f"{game}: a job's requested runtime (its configuration-iterations over the "
+               "assumed throughput, doubled, plus 10)", " minutes")
+
+
+def job_memory_bytes(cfg: Mapping, size) -> int:
+    """Estimated peak bytes of one neural job (a :class:`neurd.limits.GameSize` game).
+
+    Per configuration of a batch (vmapped): both networks' weights with their
+    gradients and optimiser state (float32); a cycle's sampled episodes with
+    the networks' inputs, activations and gradients at every step (float32);
+    the float64 exact evaluation over the histories at a checkpoint.  Per
+    configuration of the job: the end-of-phase tables kept until the end.
+    """
+    from neurd.limits import mlp_parameters
+
+    batch = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_batch"])
+    job = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_job"])
+    layers = [size.tensor_size, *cfg["hidden_sizes"], size.actions]
+    networks = 2 * mlp_parameters(layers) * 4 * 4
+    steps = (int(cfg["critic_batch"]) * int(cfg["critic_updates_per_policy_update"])
+             + int(cfg["policy_batch"])) * (size.depth + 1)
+    episodes = steps * (size.tensor_size + 4 * size.actions + 4 * sum(cfg["hidden_sizes"])) * 4
+    exact = 8 * size.histories * size.width * 8
+    kept = int(cfg["phases"]) * size.infostates * size.actions * 4
+    return int(batch * (networks + episodes + exact) + job * kept)
+
+
 def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
     """The run seeds ``0 .. seeds-1`` in chunks of ``seeds_per_job``: one job each."""
     seeds, size = int(cfg["seeds"]), int(cfg["seeds_per_job"])
@@ -300,6 +355,9 @@ def _run_step(args, cfg) -> None:
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise SystemExit(f"neurd neural-run: --stop-after-minutes must be a positive number of "
                          f"minutes, got {minutes}")
+    if not (math.isfinite(args.checkpoint_minutes) and args.checkpoint_minutes >= 0):
+        raise SystemExit(f"neurd neural-run: --checkpoint-minutes must be a number of minutes "
+                         f">= 0, got {args.checkpoint_minutes}")
     # On a GPU, scatter-adds (segment sums) are atomic and their order varies from run to
     # run unless XLA is told to be deterministic; read when the backend starts, below.
     flags = os.environ.get("XLA_FLAGS", "")
@@ -317,7 +375,7 @@ def _run_step(args, cfg) -> None:
     budget = None if args.stop_after_minutes is None else 60.0 * args.stop_after_minutes
     try:
         results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
-                                 checkpoint_seconds=60.0 * float(cfg["checkpoint_minutes"]),
+                                 checkpoint_seconds=60.0 * args.checkpoint_minutes,
                                  identity=identity, stop_after_seconds=budget,
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
@@ -380,6 +438,9 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--checkpoint", default=None,
                    help="folder where the job state is saved and resumed from (files of at "
                         "most 16 MiB; removed at the end)")
+    p.add_argument("--checkpoint-minutes", type=float, default=5.0,
+                   help="wall time between saves of the state to --checkpoint (config "
+                        "neural.checkpoint_minutes; not in the snapshot: it changes no number)")
     p.add_argument("--stop-after-minutes", type=float, default=None,
                    help="wall-time budget: before the next segment would overrun it, save the "
                         f"state to --checkpoint and exit with status {EXIT_STOPPED}; run the "
@@ -402,5 +463,8 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--out-dir", required=True, help="output folder: results/neural")
 
 
+# Settings that change no number (how jobs are scheduled, how often they save): out of the
+# config snapshot, so out of what the tables and checkpoints are keyed on.
+SETTINGS = ("checkpoint_minutes", "throughput", "gpus_per_job")
 STAGE = Stage(section="neural", check=check, figures=lambda cfg: [Figure("fig6", "fig6")],
-              register=register, float64=False)
+              register=register, float64=False, settings=SETTINGS, inspect=inspect)

@@ -62,6 +62,34 @@ def check(cfg: Mapping) -> None:
     # checkpoints >= 2 and iterations >= 2 (schema) give at least iterations 1 and the last
 
 
+def inspect(cfg: Mapping, limits: Mapping) -> None:
+    """The games (loaded and compiled by OpenSpiel), and the sweep's table, memory and requested
+    runtimes against ``limits`` (:mod:`neurd.limits`); errors name the key."""
+    from neurd.limits import MB, check_games, within
+
+    sizes = check_games("tabular", cfg, limits)
+    runs = len(cfg["learners"]) * len(cfg["step_sizes"])
+    rows = len(sizes) * (runs + len(cfg["reference_solvers"])) * int(cfg["checkpoints"])
+    within(rows, limits, "max_table_rows", "tabular.checkpoints",
+           f"the NashConv table ({len(sizes)} games x ({runs} learner-step size runs + "
+           f"{len(cfg['reference_solvers'])} reference solvers) x {cfg['checkpoints']} "
+           "checkpoints), in rows,")
+    for game, size in sizes.items():
+        # the game's arrays, and per run (vmapped) a few float64 arrays over the
+        # (information state, action) pairs and the histories (the exact evaluation)
+        memory = 8 * (4 * size.histories * size.width
+                      + runs * 8 * (size.infostates * size.actions + size.histories))
+        within(memory / MB, limits, "max_job_memory_mb", "tabular.step_sizes",
+               f"{game}: the sweep's estimated memory ({runs} runs vmapped over "
+               f"{size.infostates} information states and {size.histories} histories)", " MB")
+        within(sweep_runtime_minutes(cfg, game), limits, "max_runtime_minutes",
+               "tabular.iterations", f"{game}: the sweep's requested runtime", " minutes")
+        if cfg["reference_solvers"]:
+            within(reference_runtime_minutes(cfg, game), limits, "max_runtime_minutes",
+                   "tabular.reference_iterations",
+                   f"{game}: a reference solver's requested runtime", " minutes")
+
+
 def _game_string(cfg: Mapping, game: str) -> str:
     if game not in cfg["games"]:
         raise ConfigError(f"game {game!r} is not in config tabular.games {list(cfg['games'])}")
@@ -200,4 +228,5 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--out", required=True, help="output: results/tabular/<game>/nashconv.parquet")
 
 
-STAGE = Stage(section="tabular", check=check, figures=figures, register=register)
+STAGE = Stage(section="tabular", check=check, figures=figures, register=register,
+              inspect=inspect)
