@@ -18,7 +18,7 @@ from neurd.stages import SECTIONS, SETTINGS, validate
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "workflow/schemas"
 ALWAYS_REFUSED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "huge": 1e300,
-                  "text": "many"}
+                  "text": "many", "long text": "x" * 1000}
 MAYBE_REFUSED = {"zero": 0, "negative": -1}
 
 
@@ -45,7 +45,11 @@ def _all_leaves():
 
 
 def _default() -> dict:
-    return yaml.safe_load((ROOT / "workflow/config/default.yaml").read_text())
+    """The default config with every default filled in (a list setting the file leaves out,
+    like ``matrix.alternative_rewards``, has its full default items to set a key in)."""
+    config = yaml.safe_load((ROOT / "workflow/config/default.yaml").read_text())
+    validate(config, SCHEMAS)
+    return config
 
 
 def _set(config: dict, path: tuple, value) -> dict:
@@ -101,3 +105,37 @@ def test_every_key_refuses_bad_values_by_name(path):
             assert str(last) in message and "fuzz.yaml" in message, (
                 f"{_dotted(path)} = {value!r}: the message does not name the key or the file:"
                 f" {message}")
+
+
+def _arrays(schema: dict, path: tuple = ()):
+    """``(path, schema)`` of every array setting (the first level: items of items aside)."""
+    if schema.get("type") == "object":
+        for key, sub in schema.get("properties", {}).items():
+            yield from _arrays(sub, (*path, key))
+    elif schema.get("type") == "array":
+        yield path, schema
+
+
+ARRAYS = [found for name in ("config", *SECTIONS)
+          for found in _arrays(yaml.safe_load((SCHEMAS / f"{name}.schema.yaml").read_text()))]
+
+
+def test_the_fuzz_covers_every_list():
+    assert len(ARRAYS) >= 14
+
+
+@pytest.mark.parametrize("path, schema", ARRAYS, ids=[_dotted(p) for p, _ in ARRAYS])
+def test_every_list_refuses_more_items_than_its_bound_by_name(path, schema):
+    """A list one item longer than its schema's maxItems, and one of 10^5 items, are refused
+    by a one-line message naming the key (without printing the whole list)."""
+    config = _default()
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    items = node[path[-1]] or schema["default"]
+    for length in (schema["maxItems"] + 1, 100_000):
+        longer = [items[i % len(items)] for i in range(length)]
+        message = _refusal(_set(config, path, longer))
+        assert message is not None, f"{_dotted(path)} with {length} items was accepted"
+        assert str(path[-1]) in message and "fuzz.yaml" in message and "\n" not in message
+        assert len(message) < 1000, message[:300]

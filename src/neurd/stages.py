@@ -74,6 +74,27 @@ def check(config: Mapping) -> None:
             stage.check(config[section])
 
 
+def _schema_message(error) -> str:
+    """One line for a schema violation: the key as a path (``['neural']['entropies']``) and
+    what is wrong, the offending value abridged (a 10^5-item list is not printed)."""
+    import reprlib
+
+    import jsonschema
+
+    cause = error.__context__  # Snakemake raises its error while handling jsonschema's
+    if not isinstance(cause, jsonschema.ValidationError):
+        return " ".join(str(error).split())
+    where = "".join(f"[{part!r}]" for part in cause.absolute_path)
+    what = " ".join(cause.message.split())
+    if len(what) > 300:
+        abridged = reprlib.Repr()
+        abridged.maxlist = abridged.maxdict = 4
+        abridged.maxstring = abridged.maxother = 40
+        what = (f"{abridged.repr(cause.instance)} fails {cause.validator} "
+                f"{abridged.repr(cause.validator_value)}")
+    return f"config key {where or '(top level)'}: {what}"
+
+
 def snapshot(config: Mapping, name: str) -> dict:
     """What the steps of section ``name`` compute from: the section with the global seed,
     less the stage's settings that change no number (:attr:`Stage.settings`)."""
@@ -129,7 +150,7 @@ def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
     except ConfigError as error:
         raise ConfigError(f"{error}{where}") from None
     except WorkflowError as error:
-        raise ConfigError(f"{error}{where}") from None
+        raise ConfigError(f"{_schema_message(error)}{where}") from None
 
 
 def inspect(config: Mapping) -> None:

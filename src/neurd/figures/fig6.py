@@ -36,6 +36,7 @@ INPUTS = {
 PAPER_PHASE_ITERATIONS = 330_000
 PAPER_SEEDS = 40
 PANELS = "abcdefghijkl"
+JITTER = 0.15  # half-width of the strip plot's sideways spread, in categories (_strip)
 
 
 def best_entropies(summary: pd.DataFrame, game: str) -> dict[str, float]:
@@ -61,11 +62,33 @@ def _phase_length(nashconv: pd.DataFrame, game: str) -> int:
     return int(rows.iteration.max())
 
 
+def _strip(ax, rows: pd.DataFrame, order: list[str], rng: np.random.Generator) -> None:
+    """Every run's average NashConv as a dot over its algorithm's box, jittered sideways.
+
+    The dots ``seaborn.stripplot(..., color="black", size=2.5, alpha=0.6, jitter=0.15)``
+    drew, with its jitter: uniform within +-``JITTER`` of a category's width, none for a
+    lone dot; the categorical axis keeps the box plot's limits, as seaborn keeps them.
+    seaborn draws the jitter from NumPy's global generator and takes none of its own, so
+    the same tables gave a different figure on every run.  The figure's own generator
+    ``rng``, seeded from the config's ``seed``, makes the jitter depend on the config alone
+    without touching NumPy's global state, which seeding it around seaborn's call (and
+    restoring it after) would change, if only for the length of the call.
+    """
+    limits = ax.get_xlim()
+    for position, algorithm in enumerate(order):
+        values = rows.loc[rows.algorithm == algorithm, "average_nash_conv"].to_numpy()
+        offsets = rng.uniform(-JITTER, JITTER, len(values)) if len(values) > 1 else 0.0
+        ax.scatter(position + offsets, values, color="black", s=2.5**2, alpha=0.6,
+                   linewidth=0, zorder=3)
+    ax.set_xlim(limits)
+
+
 def plot(nashconv, ci, summary, cfg):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     style.setup()
+    rng = np.random.default_rng(cfg["seed"])  # the strip plots' jitter (_strip)
     games = _games(summary)
     fig, axes = plt.subplots(2, len(games), figsize=(4.6 * len(games), 7.2), squeeze=False)
     for col, game in enumerate(games):
@@ -94,8 +117,7 @@ def plot(nashconv, ci, summary, cfg):
         sns.boxplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
                     hue="algorithm", palette=style.PALETTE, legend=False, showfliers=False,
                     width=0.5)
-        sns.stripplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
-                      color="black", size=2.5, alpha=0.6, jitter=0.15)
+        _strip(box, rows, order, rng)
         box.set_xticks(range(len(order)), [style.LABELS[a] for a in order])
         box.set(xlabel="", ylabel="average NashConv over all iterations",
                 title=f"({PANELS[len(games) + col]}) {names.game_title(game)}: every run at "

@@ -32,6 +32,9 @@ def setup() -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    # From matplotlib's own defaults, not from whatever an earlier figure, a caller or a
+    # matplotlibrc left in this process: a figure depends on its tables and config only.
+    matplotlib.rcdefaults()
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
     plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
 

@@ -1,0 +1,275 @@
+"""Every figure is byte-identical, PNG and PDF, whenever it is drawn from the same tables.
+
+The tables are made once per session by the pipeline's own command-line steps, with the
+arguments the rules give them (``workflow/rules/*.smk``), run in this process (one import of
+JAX and OpenSpiel, not one per step) on a scale below the smoke scale: the smoke config with
+:data:`TINY` merged over it, validated as the Snakefile validates it.  The figures' claims
+need not hold at that scale; the figures only have to be drawn from real tables.
+
+Every figure module (``neurd.cli.FIGURES``) is then drawn as ``neurd figure`` draws it: twice
+in this process, in separate calls, the second under other matplotlib settings, and once in a
+fresh Python process with another hash seed that draws the figures in reverse order.  The
+three PNGs must be equal byte for byte, and so must the three PDFs; a draw must leave the
+global random generators of NumPy and Python as it found them.
+"""
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+
+from neurd.cli import FIGURES
+from neurd.stages import SECTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+# Merged over workflow/config/smoke.yaml: every figure, one game each for Figs 4b and 6, short
+# runs (the neural stage's two seeds run as one job, with the learned critic only).
+TINY = {
+    "scale": "figure_test",
+    "matrix": {"step_sizes": {"num": 21}},
+    "rps": {"trajectories": 5, "biased": {"iterations": 200},
+            "nonstationary": {"phase_iterations": 50},
+            "portraits": {"average_time": 150.0, "samples": 60, "field_resolution": 6,
+                          "ratio_resolution": 15}},
+    "tabular": {"games": ["kuhn"], "figure_game": "kuhn", "iterations": 40, "checkpoints": 8,
+                "reference_solvers": ["cfr_plus"]},
+    "neural": {"games": ["kuhn"], "exact_critic_games": [], "seeds": 2, "seeds_per_job": 2,
+               "seeds_per_batch": 2, "phase_iterations": {"kuhn": 40},
+               "checkpoints": {"geometric": 2, "linear": 3}},
+}
+# Settings an earlier figure or a caller could leave behind; a figure must not depend on them.
+OTHER_SETTINGS = {"axes.titleweight": "bold", "font.size": 14.0, "lines.linewidth": 3.0,
+                  "axes.prop_cycle": matplotlib.cycler(color=["#000000"]),
+                  "savefig.dpi": 72}
+
+
+def _steps(res: str, config) -> list[list[str]]:
+    """The rules' commands (less ``neurd``) for every table the figures read, in DAG order;
+    neural-run without the checkpoint folder the rule gives it (a run of seconds)."""
+    from neurd.pipeline.neural import jobs as neural_jobs
+
+    cfg = {section: f"{res}/config/{section}.json" for section in SECTIONS}
+    steps = [
+        ["matrix-sweep", "--config", cfg["matrix"], "--sweep", f"{res}/matrix/regret_sweep.parquet",
+         "--tuned", f"{res}/matrix/regret_vs_horizon.parquet",
+         "--readings", f"{res}/matrix/reward_readings.parquet"],
+        ["matrix-trajectories", "--config", cfg["matrix"],
+         "--out", f"{res}/matrix/trajectories.parquet"],
+        ["rps-nash", "--config", cfg["rps"], "--out", f"{res}/rps/nash_sets.parquet"],
+        ["rps-portraits", "--config", cfg["rps"], "--flows", f"{res}/rps/flows.parquet",
+         "--field", f"{res}/rps/vector_field.parquet", "--speed", f"{res}/rps/speed_ratio.parquet"],
+        ["rps-biased", "--config", cfg["rps"], "--out", f"{res}/rps/nashconv_biased.parquet"],
+        ["rps-nonstationary", "--config", cfg["rps"],
+         "--out", f"{res}/rps/nashconv_nonstationary.parquet",
+         "--readings", f"{res}/rps/nonstationary_readings.parquet"],
+        *[["rps-ci", "--config", cfg["rps"], "--table", f"{res}/rps/nashconv_{experiment}.parquet",
+           "--out", f"{res}/rps/nashconv_{experiment}_ci.parquet"]
+          for experiment in ("biased", "nonstationary")],
+    ]
+    tabular = config["tabular"]
+    for game in tabular["games"]:
+        table = f"{res}/tabular/{game}"
+        references = [f"{table}/reference_{solver}.parquet"
+                      for solver in tabular["reference_solvers"]]
+        steps += [
+            ["compile-game", "--config", cfg["tabular"], "--game", game,
+             "--out", f"{res}/games/{game}.npz"],
+            ["tabular-sweep", "--config", cfg["tabular"], "--game", game,
+             "--compiled", f"{res}/games/{game}.npz", "--out", f"{table}/sweep.parquet"],
+            *[["tabular-reference", "--config", cfg["tabular"], "--game", game,
+               "--solver", solver, "--out", path]
+              for solver, path in zip(tabular["reference_solvers"], references)],
+            ["tabular-table", "--config", cfg["tabular"], "--game", game,
+             "--sweep", f"{table}/sweep.parquet", "--reference", *references,
+             "--out", f"{table}/nashconv.parquet"],
+        ]
+    neural = config["neural"]
+    runs = neural_jobs(neural)
+    for game in neural["games"]:
+        folder = f"{res}/neural/{game}"
+        mine = [(critic, chunk) for g, critic, chunk in runs if g == game]
+        steps += [
+            ["neural-game", "--config", cfg["neural"], "--game", game,
+             "--out", f"{folder}/game.npz"],
+            *[["neural-run", "--config", cfg["neural"], "--game", game, "--critic", critic,
+               "--chunk", str(chunk), "--compiled", f"{folder}/game.npz",
+               "--curves", f"{folder}/jobs/{critic}_{chunk}_curves.parquet",
+               "--policies", f"{folder}/jobs/{critic}_{chunk}_policies.parquet"]
+              for critic, chunk in mine],
+            ["neural-table", "--config", cfg["neural"], "--compiled", f"{folder}/game.npz",
+             "--curves", *[f"{folder}/jobs/{c}_{k}_curves.parquet" for c, k in mine],
+             "--policies", *[f"{folder}/jobs/{c}_{k}_policies.parquet" for c, k in mine
+                             if c == "learned"],
+             "--nashconv", f"{folder}/nashconv.parquet",
+             "--policies-out", f"{folder}/policies.parquet",
+             "--diagnostics", f"{folder}/diagnostics.parquet",
+             "--summary", f"{folder}/summary.parquet", "--ci", f"{folder}/nashconv_ci.parquet"],
+        ]
+    combine = ["neural-combine", "--config", cfg["neural"], "--out-dir", f"{res}/neural"]
+    for name in ("nashconv", "diagnostics", "summary", "nashconv_ci"):
+        combine += [f"--{name}", *[f"{res}/neural/{g}/{name}.parquet" for g in neural["games"]]]
+    return [*steps, combine]
+    return steps
+
+
+class Tables:
+    """The session's tables and, per figure, the ``neurd figure`` arguments that draw it."""
+
+    def __init__(self, folder: Path):
+        from neurd.stages import figures, load_config, results_root, snapshot
+        from neurd.tables import write_json
+
+        self.folder = folder
+        (folder / "tiny.json").write_text(json.dumps(TINY))
+        config = load_config([ROOT / "workflow/config/smoke.yaml", folder / "tiny.json"], ROOT)
+        res = str(folder / results_root(config))
+        for section in SECTIONS:  # as the config_snapshot rule writes them
+            write_json(f"{res}/config/{section}.json", snapshot(config, section))
+        self.steps = _steps(res, config)
+        self.jobs = {job.name: job for job in figures(config)}
+        self.res = res
+
+    def make(self) -> None:
+        from neurd.cli import build_parser
+
+        parser = build_parser()
+        environment = dict(os.environ)  # neural-run sets XLA_FLAGS for its backend
+        try:
+            for argv in self.steps:
+                args = parser.parse_args(argv)
+                args.func(args)
+        finally:
+            os.environ.clear()
+            os.environ.update(environment)
+
+    def figure_args(self, name: str, out: Path) -> list[str]:
+        """``neurd figure`` as the figure rules call it (workflow/rules/figures.smk)."""
+        job = self.jobs[name]
+        return ["figure", job.module, "--name", job.name,
+                "--config", f"{self.res}/config/{job.section}.json",
+                *[f"--input={table}={self.folder / path}" for table, path in job.inputs.items()],
+                "--png", str(out / f"{name}.png"), "--pdf", str(out / f"{name}.pdf"),
+                "--audit", str(out / f"{name}.csv")]
+
+
+@pytest.fixture(scope="session")
+def figure_tables(tmp_path_factory) -> Tables:
+    tables = Tables(tmp_path_factory.mktemp("figure_tables"))
+    tables.make()
+    return tables
+
+
+def _digests(out: Path, name: str) -> dict[str, str]:
+    return {ext: hashlib.sha256((out / f"{name}.{ext}").read_bytes()).hexdigest()
+            for ext in ("png", "pdf")}
+
+
+# A fresh interpreter draws every figure with `neurd figure`'s own entry point.
+FRESH = """
+import json, sys
+from neurd.cli import main
+for argv in json.load(sys.stdin):
+    if main(argv) != 0:
+        sys.exit(f"neurd {' '.join(argv)} failed")
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_draws(figure_tables, tmp_path_factory):
+    """Started at once, on the other core, while this process draws; waited for per figure."""
+    out = tmp_path_factory.mktemp("fresh")
+    names = list(reversed(figure_tables.jobs))
+    env = dict(os.environ, PYTHONHASHSEED="2" if os.environ.get("PYTHONHASHSEED") == "1" else "1")
+    (out / "argv.json").write_text(json.dumps([figure_tables.figure_args(n, out) for n in names]))
+    log = out / "log.txt"
+    with open(out / "argv.json") as stdin, open(log, "w") as stderr:
+        process = subprocess.Popen([sys.executable, "-c", FRESH], stdin=stdin,
+                                   stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+    done = {}
+
+    def draw(name: str) -> dict[str, str]:
+        if not done:
+            assert process.wait(timeout=600) == 0, log.read_text()[-5000:]
+            done.update({n: _digests(out, n) for n in names})
+        return done[name]
+
+    yield draw
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def _global_states() -> tuple:
+    state = np.random.get_state()
+    return (state[0], state[1].tobytes(), *state[2:]), random.getstate()
+
+
+def _draw(tables: Tables, name: str, out: Path) -> dict:
+    """Draw one figure in this process: the digests of its PNG and PDF, and under "global"
+    which of NumPy's and Python's global random generators the drawing moved on."""
+    from neurd.cli import build_parser
+
+    out.mkdir(exist_ok=True)
+    args = build_parser().parse_args(tables.figure_args(name, out))
+    before = _global_states()
+    args.func(args)
+    moved = [which for which, a, b in zip(("NumPy's", "Python's"), before, _global_states())
+             if a != b]
+    return {**_digests(out, name), "global": moved}
+
+
+@pytest.fixture(scope="module")
+def first_draws(figure_tables, tmp_path_factory):
+    """Each figure's first draw in this process, drawn when first asked for."""
+    out, done = tmp_path_factory.mktemp("first"), {}
+
+    def draw(name: str) -> dict[str, str]:
+        if name not in done:
+            done[name] = _draw(figure_tables, name, out)
+        return done[name]
+
+    return draw
+
+
+def _names(tables: Tables, module: str) -> list[str]:
+    names = [name for name, job in tables.jobs.items() if job.module == module]
+    assert names, f"the test's config draws no figure of module {module}"
+    return names
+
+
+def test_every_figure_module_is_drawn(figure_tables):
+    assert sorted({job.module for job in figure_tables.jobs.values()}) == sorted(FIGURES)
+
+
+@pytest.mark.parametrize("module", FIGURES)
+def test_figure_is_byte_identical_when_drawn_again(figure_tables, first_draws, fresh_draws,
+                                                   module, tmp_path):
+    """A second call, under other matplotlib settings, writes the same bytes (meanwhile a
+    fresh process draws every figure: fresh_draws starts it)."""
+    for name in _names(figure_tables, module):
+        first = first_draws(name)
+        with matplotlib.rc_context(OTHER_SETTINGS):
+            second = _draw(figure_tables, name, tmp_path)
+        for ext in ("png", "pdf"):
+            assert second[ext] == first[ext], f"{name}.{ext} differs between two draws"
+        # Same bytes, yet a global generator moved on: its draws are the caller's to seed.
+        moved = sorted(set(first["global"] + second["global"]))
+        assert not moved, f"{name} draws from {' and '.join(moved)} global random generator"
+
+
+@pytest.mark.parametrize("module", FIGURES)
+def test_figure_is_byte_identical_in_a_fresh_process(figure_tables, first_draws, fresh_draws,
+                                                     module):
+    """The fresh process (another hash seed, the figures in reverse order) writes the same
+    bytes as this one."""
+    for name in _names(figure_tables, module):
+        for ext in ("png", "pdf"):
+            assert fresh_draws(name)[ext] == first_draws(name)[ext], \
+                f"{name}.{ext} differs between this process and a fresh one"
