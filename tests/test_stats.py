@@ -92,3 +92,23 @@ def test_loglog_slope_and_first_crossing():
     assert np.isnan(first_crossing(x, 100.0 / x, 0.01))
     with pytest.raises(ValueError, match="positive"):
         loglog_slope([1.0, 2.0], [1.0, 0.0])
+
+
+def test_a_paired_difference_sees_what_two_means_cannot():
+    """Five seeds whose spread (between seeds) dwarfs a small, consistent gap: the unpaired
+    means cannot order them, the paired difference can; a gap of either sign across seeds
+    is a tie."""
+    from neurd.audit import paired_verdict
+    from neurd.stats import paired_difference_ci
+
+    base = np.array([1.0, 3.0, 5.0, 7.0, 9.0])
+    first, second = base - 0.1 - np.array([0.0, 0.01, 0.02, 0.01, 0.0]), base
+    mean, low, high = paired_difference_ci(first, second, resamples=1000, seed=0)
+    assert mean == pytest.approx(-0.108) and high < 0 and paired_verdict(low, high) == "pass"
+    _, low, high = paired_difference_ci(second, first, resamples=1000, seed=0)
+    assert paired_verdict(low, high) == "fail"
+    mixed = base + np.array([0.3, -0.2, 0.1, -0.3, 0.2])
+    _, low, high = paired_difference_ci(mixed, base, resamples=1000, seed=0)
+    assert low < 0 < high and paired_verdict(low, high) == "tie"
+    with pytest.raises(ValueError, match="paired"):
+        paired_difference_ci(base, base[:4])

@@ -7,7 +7,10 @@ shows it.
 
 Verdicts: ``pass`` (the measurement meets the criterion), ``fail`` (it does
 not), ``differs`` (a number the paper states is not what its stated setting
-gives; the ``measured`` text carries the evidence of which reading does).
+gives; the ``measured`` text carries the evidence of which reading does),
+``tie`` (a claim that one learner is below the other, where the bootstrap
+confidence interval of their paired per-seed difference covers 0: the runs
+cannot tell them apart; :func:`paired_verdict`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pandas as pd
 from neurd.tables import atomic_path, write_text
 
 COLUMNS = ("figure", "claim", "paper_says", "measured", "criterion", "verdict")
-VERDICTS = ("pass", "fail", "differs")
+VERDICTS = ("pass", "fail", "differs", "tie")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,12 @@ class Claim:
 def verdict(ok: bool, otherwise: str = "fail") -> str:
     """``"pass"`` when ``ok`` else ``otherwise`` (``"fail"`` or ``"differs"``)."""
     return "pass" if ok else otherwise
+
+
+def paired_verdict(low: float, high: float) -> str:
+    """A "first below second" claim from the CI ``[low, high]`` of the mean paired difference
+    first - second: ``pass`` if it lies below 0, ``fail`` above, ``tie`` if it covers 0."""
+    return "pass" if high < 0 else "fail" if low > 0 else "tie"
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -79,6 +88,7 @@ th { background: #f0f0f0; }
 td.pass { background: #e6f4ea; }
 td.fail { background: #fce8e6; }
 td.differs { background: #fef7e0; }
+td.tie { background: #e8eaed; }
 """
 
 

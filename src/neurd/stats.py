@@ -67,6 +67,18 @@ def bootstrap_mean_ci(
     return mean, low, high
 
 
+def paired_difference_ci(first, second, **bootstrap) -> tuple[float, float, float]:
+    """Mean of ``first - second`` over paired observations (the same seeds) and its bootstrap
+    confidence interval (:func:`bootstrap_mean_ci`'s keywords): the audit's test of "one
+    learner ends below the other", which two unpaired means cannot make."""
+    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    if first.shape != second.shape or first.ndim != 1 or len(first) < 2:
+        raise ValueError(f"paired samples must be two 1-d arrays of the same length >= 2, got "
+                         f"shapes {first.shape} and {second.shape}")
+    mean, low, high = bootstrap_mean_ci(first - second, **bootstrap)
+    return float(mean), float(low), float(high)
+
+
 def _check(samples, resamples, confidence, method) -> None:
     if samples.ndim not in (1, 2) or samples.shape[0] < 2:
         raise ValueError(f"samples must be [n] or [n, m] with n >= 2, got shape {samples.shape}")

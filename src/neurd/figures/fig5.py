@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import Claim, fmt, paired_verdict, verdict
 from neurd.figures import style
 from neurd.matrix_games import biased_rps
 from neurd.names import NEURD, SPG
-from neurd.stats import loglog_slope, mean_height
+from neurd.stats import loglog_slope, mean_height, paired_difference_ci
 
 FIGURE = "fig5"
 INPUTS = {
@@ -157,7 +157,21 @@ def _nash_claims(nash: pd.DataFrame, bounds) -> list[Claim]:
     return rows
 
 
-def _trend_rows(ci: pd.DataFrame, bounds) -> list[Claim]:
+def _paired_end(nashconv: pd.DataFrame, phase: int, last: int, cfg: Mapping):
+    """CI of the mean paired difference NeuRD - SPG at the phase's last iteration, trajectory
+    by trajectory (both learners start each trajectory from the same policy)."""
+    at = nashconv[(nashconv.phase == phase) & (nashconv.iteration == last)]
+    value = {a: at[at.algorithm == a].set_index("trajectory").nash_conv.sort_index()
+             for a in ALGORITHMS}
+    both = value[NEURD].index.intersection(value[SPG].index)
+    boot = cfg["bootstrap"]
+    return paired_difference_ci(value[NEURD].loc[both], value[SPG].loc[both],
+                                resamples=int(boot["resamples"]),
+                                confidence=float(boot["confidence"]), method=boot["method"],
+                                seed=int(cfg["seed"])), len(both)
+
+
+def _trend_rows(ci: pd.DataFrame, nashconv: pd.DataFrame, bounds, cfg: Mapping) -> list[Claim]:
     rows = []
     for phase, nu, first, last in bounds:
         curves = {a: ci[(ci.algorithm == a) & (ci.phase == phase)].sort_values("iteration")
@@ -181,16 +195,18 @@ def _trend_rows(ci: pd.DataFrame, bounds) -> list[Claim]:
             f"{last}; log-log slope over the second half {fmt(slope[SPG])}",
             f"|slope| <= {PLATEAU_SLOPE}", verdict(abs(slope[SPG]) <= PLATEAU_SLOPE)))
         heights = {a: mean_height(c.iteration, c["mean"]) for a, c in curves.items()}
-        below = end[NEURD]["ci_high"] < end[SPG]["ci_low"]
+        (mean, low, high), pairs = _paired_end(nashconv, phase, last, cfg)
         rows.append(Claim(
             FIGURE, f"{tag}: NeuRD ends the phase below SPG",
             "Fig 5: NeuRD's curve below SPG's in each phase",
             f"at iteration {last}: NeuRD {fmt(end[NEURD]['mean'])} "
             f"[{fmt(end[NEURD]['ci_low'])}, {fmt(end[NEURD]['ci_high'])}], SPG "
             f"{fmt(end[SPG]['mean'])} [{fmt(end[SPG]['ci_low'])}, "
-            f"{fmt(end[SPG]['ci_high'])}]; mean over the phase (area / width) NeuRD "
-            f"{fmt(heights[NEURD])}, SPG {fmt(heights[SPG])}",
-            "confidence intervals disjoint at the phase's end, NeuRD lower", verdict(below)))
+            f"{fmt(end[SPG]['ci_high'])}]; paired difference NeuRD - SPG over {pairs} "
+            f"trajectories {fmt(mean)}, CI [{fmt(low)}, {fmt(high)}]; mean over the phase "
+            f"(area / width) NeuRD {fmt(heights[NEURD])}, SPG {fmt(heights[SPG])}",
+            "at the phase's end, the bootstrap CI of the mean paired difference NeuRD - SPG "
+            "lies below 0 (tie: it covers 0)", paired_verdict(low, high)))
     return rows
 
 
@@ -214,10 +230,10 @@ def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim
         verdict(bool(ok)))
 
 
-def claims(ci, readings, nash, cfg) -> list[Claim]:
+def claims(ci, readings, nash, cfg, nashconv) -> list[Claim]:
     restart = bool(cfg["nonstationary"]["restart_average"])
     bounds = phase_bounds(readings)
-    return [*_nash_claims(nash, bounds), *_trend_rows(ci, bounds),
+    return [*_nash_claims(nash, bounds), *_trend_rows(ci, nashconv, bounds, cfg),
             _other_reading_claim(readings, bounds, restart)]
 
 
@@ -225,4 +241,5 @@ def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
     """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
     ci, readings = tables["ci"], tables["readings"]
     n = tables["nashconv"].trajectory.nunique()
-    return plot(ci, readings, cfg, n), claims(ci, readings, tables["nash"], cfg)
+    return (plot(ci, readings, cfg, n),
+            claims(ci, readings, tables["nash"], cfg, tables["nashconv"]))

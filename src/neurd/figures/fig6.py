@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import Claim, fmt, paired_verdict, verdict
 from neurd.figures import style
 from neurd.names import NEURD, SPG
 
@@ -179,35 +179,52 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
         verdict(ok))
 
 
-def _final_claim(game, summary, best, note) -> Claim:
+def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str]:
+    """``(measured text, verdict)`` of "NeuRD below SPG" from values paired by index (seeds,
+    or (entropy, seed)): the bootstrap CI of the mean paired difference NeuRD - SPG (shared
+    seeds start from the same weights), ``tie`` where it covers 0."""
+    from neurd.stats import paired_difference_ci
+
+    both = neurd.index.intersection(spg.index)
+    a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()
+    boot = cfg["bootstrap"]
+    mean, low, high = paired_difference_ci(
+        a, b, resamples=int(boot["resamples"]), confidence=float(boot["confidence"]),
+        method=boot["method"], seed=int(cfg["seed"]))
+    text = (f"paired difference NeuRD - SPG {fmt(mean)}, {fmt(100 * float(boot['confidence']))}%"
+            f" CI [{fmt(low)}, {fmt(high)}]; NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
+    return text, paired_verdict(low, high)
+
+
+PAIRED_CRITERION = ("the bootstrap CI of the mean paired difference NeuRD - SPG lies below 0 "
+                    "(tie: it covers 0)")
+
+
+def _final_claim(game, summary, best, note, cfg) -> Claim:
     rows = summary[summary.game == game]
     final = {a: rows[(rows.algorithm == a) & (rows.entropy == best[a])]
              .set_index("seed").final_nash_conv for a in (NEURD, SPG)}
-    paired = final[NEURD].index.intersection(final[SPG].index)
-    lower = int(np.sum(final[NEURD].loc[paired] < final[SPG].loc[paired]))
     means = {a: float(f.mean()) for a, f in final.items()}
+    text, outcome = paired(final[NEURD], final[SPG], cfg)
     return Claim(
         FIGURE, f"{game}: NeuRD ends with the lowest final NashConv",
         "'NeuRD ... yields the lowest final NashConv'",
         note + f"final NashConv (mean of the last checkpoints) at the best entropy: NeuRD "
         f"{fmt(means[NEURD])} (eta {fmt(best[NEURD])}), SPG {fmt(means[SPG])} (eta "
-        f"{fmt(best[SPG])}); NeuRD lower in {lower} of {len(paired)} seeds",
-        "mean final NashConv of NeuRD below SPG's", verdict(means[NEURD] < means[SPG]))
+        f"{fmt(best[SPG])}); {text} seeds", PAIRED_CRITERION, outcome)
 
 
-def _average_claim(game, summary, note) -> Claim:
+def _average_claim(game, summary, note, cfg) -> Claim:
     rows = summary[summary.game == game]
     wide = rows.pivot_table(index=["entropy", "seed"], columns="algorithm",
                             values="average_nash_conv")
     means = {a: float(wide[a].mean()) for a in (NEURD, SPG)}
-    lower = int(np.sum(wide[NEURD] < wide[SPG]))
+    text, outcome = paired(wide[NEURD], wide[SPG], cfg)
     return Claim(
         FIGURE, f"{game}: NeuRD's average NashConv over all iterations is lower",
         "'NeuRD consistently has lower average NashConv'",
         note + f"average NashConv over every entropy level and seed: NeuRD {fmt(means[NEURD])}, "
-        f"SPG {fmt(means[SPG])}; NeuRD lower in {lower} of {len(wide)} (entropy, seed) pairs",
-        "mean over runs lower for NeuRD, and lower in most pairs",
-        verdict(means[NEURD] < means[SPG] and lower > len(wide) / 2))
+        f"SPG {fmt(means[SPG])}; {text} (entropy, seed) pairs", PAIRED_CRITERION, outcome)
 
 
 def _sensitivity_claim(game, summary, note) -> Claim:
@@ -234,7 +251,7 @@ def _grid_claim(game, summary, best, note) -> Claim:
         verdict(all(inside.values())))
 
 
-def _exact_critic_claim(game, diagnostics, note) -> Claim | None:
+def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
     rows = diagnostics[diagnostics.game == game]
     if "exact" not in set(rows.critic):
         return None
@@ -242,6 +259,9 @@ def _exact_critic_claim(game, diagnostics, note) -> Claim | None:
     last = last[last.phase == last.phase.max()]
     final = last.groupby(["critic", "algorithm"]).nash_conv.mean()
     rmse = last[last.critic == "learned"].groupby("algorithm").critic_rmse.mean()
+    runs = last[last.critic == "exact"].set_index(["entropy", "seed"])
+    text, outcome = paired(runs[runs.algorithm == NEURD].nash_conv,
+                           runs[runs.algorithm == SPG].nash_conv, cfg)
     exact = {a: float(final.loc[("exact", a)]) for a in (NEURD, SPG)}
     learned = {a: float(final.loc[("learned", a)]) for a in (NEURD, SPG)}
     return Claim(
@@ -250,9 +270,8 @@ def _exact_critic_claim(game, diagnostics, note) -> Claim | None:
         note + "final NashConv, mean over seeds and entropy levels: exact critic NeuRD "
         f"{fmt(exact[NEURD])}, SPG {fmt(exact[SPG])}; learned critic NeuRD "
         f"{fmt(learned[NEURD])}, SPG {fmt(learned[SPG])}; learned critic's final RMS error "
-        f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}",
-        "exact-critic NeuRD's mean final NashConv below exact-critic SPG's",
-        verdict(exact[NEURD] < exact[SPG]))
+        f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}; exact critic: {text} "
+        "(entropy, seed) pairs", PAIRED_CRITERION, outcome)
 
 
 def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:
@@ -262,12 +281,12 @@ def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:
         best = best_entropies(summary, game)
         rows += [
             _faster_claim(game, nashconv, ci, best, cfg, note),
-            _final_claim(game, summary, best, note),
-            _average_claim(game, summary, note),
+            _final_claim(game, summary, best, note, cfg),
+            _average_claim(game, summary, note, cfg),
             _sensitivity_claim(game, summary, note),
             _grid_claim(game, summary, best, note),
         ]
-        exact = _exact_critic_claim(game, diagnostics, note)
+        exact = _exact_critic_claim(game, diagnostics, note, cfg)
         if exact is not None:
             rows.append(exact)
     return rows

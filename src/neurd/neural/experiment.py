@@ -145,15 +145,18 @@ def _measure(form, tree, tables, critics, etas, sign):
 
 
 @partial(jax.jit, static_argnames=("spec",))
-def network_nash_conv(spec: train.Spec, form, tensors, legal, params, sign=1.0):
+def network_nash_conv(spec: train.Spec, form, tensors, legal, params, sign=1.0, players=None):
     """NashConv ``[N]`` of policy networks ``params`` (batched), and the policies ``[N, I, A]``
     it is of: the network evaluated on every information-state tensor at once (float32),
-    renormalised in float64, then the exact tree computation.  Call in a float64 scope."""
-    net = train.MLP(spec.hidden, legal.shape[-1], spec.precision)
+    renormalised in float64, then the exact tree computation.  Call in a float64 scope.
+    ``players`` ``[I]``: each state's player (needed by one network per player)."""
+    if spec.networks != "shared" and players is None:
+        raise ValueError("network_nash_conv: one network per player needs the players")
+    net = train.network(spec.networks, spec.hidden, legal.shape[-1], spec.precision)
     game = signed_form(form, sign)
 
     def one(p):
-        logits = net.apply({"params": p}, jnp.asarray(tensors, jnp.float32))
+        logits = net.apply({"params": p}, jnp.asarray(tensors, jnp.float32), players)
         policy = exact_policies(train.masked_policy(logits, legal), legal)
         return nash_conv(game, policy), policy
 

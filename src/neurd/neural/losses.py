@@ -16,6 +16,21 @@ with ``A`` a constant (``stop_gradient``).  Losses sum over the legal actions
 and average over each player's valid steps (``weights``), then add the two
 players: the learning rates mean a step per average visited state.
 
+Two readings the paper leaves open are config keys (the README's readings
+study measures each):
+
+* ``neural.neurd_logits``: NeuRD's ``y`` is the network's raw output
+  (``raw``, the default) or its output centred over the legal actions
+  (``centred``, as R-NaD's ``get_loss_nerd`` and OpenSpiel's NeuRD loss).  For
+  a table the two are the same step; for a shared network the common-mode
+  part ``-mean_a y(x, a) sum_a A(x, a)`` moves the output biases, by an amount
+  that depends on how many actions are legal.
+* ``neural.loss_normalisation``: the policy loss weights each visited state
+  by its visits divided by its player's visits (``player_mean``, the
+  default), by its visits (``batch_sum``: Algorithm 1's sum over every step
+  of the batch) or by its visits divided by the trajectories
+  (``trajectory_mean``).
+
 NeuRD's logits are not bounded by the softmax, so NeuRD is **thresholded**
 (the paper's Remark; OpenSpiel's ``thresholded``; R-NaD's
 ``apply_force_with_threshold``): a logit, centred over the legal actions,
@@ -57,26 +72,45 @@ def threshold_mask(logits: jax.Array, advantage: jax.Array, legal: jax.Array, be
     return legal & ~blocked
 
 
-def neurd_loss(logits, q, legal, weights, beta: float):
-    """NeuRD: ``-sum_x w(x) sum_a y(x, a) A(x, a)``, thresholded; also the share blocked."""
+def neurd_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+    """NeuRD: ``-sum_x w(x) sum_a y(x, a) A(x, a)``, thresholded; also the share blocked.
+
+    ``centre``: ``y`` is the logits centred over the legal actions, not the logits."""
     advantage = advantages(logits, q, legal)
     allowed = threshold_mask(logits, advantage, legal, beta)
-    per_state = -jnp.sum(jnp.where(allowed, logits * advantage, 0.0), axis=-1)
+    y = centred(logits, legal) if centre else logits
+    per_state = -jnp.sum(jnp.where(allowed, y * advantage, 0.0), axis=-1)
     pushed = legal & (advantage != 0)
     blocked = jnp.sum(weights[:, None] * (pushed & ~allowed)) / jnp.maximum(
         jnp.sum(weights[:, None] * pushed), 1e-30)
     return jnp.sum(weights * per_state), blocked
 
 
-def spg_loss(logits, q, legal, weights, beta: float):
-    """SPG: ``-sum_x w(x) sum_a pi(a|x) A(x, a)`` (``beta`` unused; nothing is blocked)."""
-    del beta
+def spg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+    """SPG: ``-sum_x w(x) sum_a pi(a|x) A(x, a)`` (``beta`` and ``centre`` unused: the softmax
+    is blind to the common mode; nothing is blocked)."""
+    del beta, centre
     advantage = advantages(logits, q, legal)
     per_state = -jnp.sum(masked_policy(logits, legal) * advantage, axis=-1)  # the one line
     return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 
 POLICY_LOSSES = {NEURD: neurd_loss, SPG: spg_loss}
+
+
+NORMALISATIONS = ("player_mean", "batch_sum", "trajectory_mean")
+
+
+def state_weights(counts: jax.Array, players: jax.Array, normalisation: str,
+                  trajectories: int) -> jax.Array:
+    """``[I]``: each information state's weight in the policy loss (``loss_normalisation``)."""
+    if normalisation == "player_mean":
+        return player_weights(counts, players)
+    if normalisation == "batch_sum":
+        return counts
+    if normalisation == "trajectory_mean":
+        return counts / trajectories
+    raise ValueError(f"unknown loss normalisation {normalisation!r}: one of {NORMALISATIONS}")
 
 
 def player_weights(counts: jax.Array, players: jax.Array) -> jax.Array:

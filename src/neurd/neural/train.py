@@ -46,7 +46,7 @@ from neurd import streams
 from neurd.games import CompiledGame
 from neurd.names import LEARNERS, NEURD, SPG
 from neurd.neural import losses, sampler
-from neurd.neural.networks import MLP, masked_policy  # noqa: F401  (re-exported)
+from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
     action_values,
@@ -73,6 +73,10 @@ class Spec:
     beta: float = 2.0  # NeuRD's logit threshold
     critic: str = "learned"
     precision: str = "float32"  # the networks' matrix products (neurd.neural.networks)
+    # readings where the paper is silent (config keys of the same names; defaults ours)
+    neurd_logits: str = "raw"  # NeuRD's y: "raw" or "centred" (neurd.neural.losses)
+    loss_normalisation: str = "player_mean"  # or "batch_sum", "trajectory_mean"
+    networks: str = "shared"  # or "per_player" (neurd.neural.networks)
 
 
 @jax.tree_util.register_dataclass
@@ -113,9 +117,10 @@ class RunState:
     updates: jax.Array  # policy updates this segment
 
 
-def _networks(spec: Spec, game: NeuralGame) -> tuple[MLP, MLP]:
-    return (MLP(spec.hidden, game.num_actions, spec.precision),
-            MLP(spec.hidden, game.num_actions, spec.precision))
+def _networks(spec: Spec, game: NeuralGame):
+    """The policy and the critic modules; both are applied as ``apply(params, x, player)``."""
+    return (network(spec.networks, spec.hidden, game.num_actions, spec.precision),
+            network(spec.networks, spec.hidden, game.num_actions, spec.precision))
 
 
 def _optimizers(spec: Spec):
@@ -127,8 +132,9 @@ def init_weights(spec: Spec, game: NeuralGame, key: jax.Array) -> tuple[dict, di
     """Policy and critic weights drawn from ``key`` (one run seed)."""
     policy_net, critic_net = _networks(spec, game)
     policy_key, critic_key = jax.random.split(key)
-    x = game.tensors[:1]
-    return policy_net.init(policy_key, x)["params"], critic_net.init(critic_key, x)["params"]
+    x, player = game.tensors[:1], game.infostate_player[:1]
+    return (policy_net.init(policy_key, x, player)["params"],
+            critic_net.init(critic_key, x, player)["params"])
 
 
 def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunState:
@@ -138,7 +144,8 @@ def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunS
     return RunState(
         policy=policy, critic=critic, policy_opt=policy_opt.init(policy),
         critic_opt=critic_opt.init(critic),
-        table=masked_policy(policy_net.apply({"params": policy}, game.tensors), game.tree.legal),
+        table=masked_policy(policy_net.apply({"params": policy}, game.tensors,
+                                             game.infostate_player), game.tree.legal),
         blocked=zero, critic_loss=zero, updates=zero)
 
 
@@ -162,7 +169,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     """
     policy_net, critic_net = _networks(spec, game)
     policy_opt, critic_opt = _optimizers(spec)
-    tree, tensors = game.tree, game.tensors
+    tree, tensors, players = game.tree, game.tensors, game.infostate_player
     keys = jax.random.split(key, spec.critic_updates + 1)
     # every batch of the cycle samples the same policy table: one pass of the sampler
     sizes = (spec.critic_batch,) * spec.critic_updates + (spec.policy_batch,)
@@ -174,7 +181,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
         inputs = tensors[episodes.infostate.ravel()]
 
         def loss(params, episodes=episodes, inputs=inputs):
-            values = critic_net.apply({"params": params}, inputs)
+            values = critic_net.apply({"params": params}, inputs, episodes.player.ravel())
             taken = taken_values(values, episodes.action.ravel())
             return losses.critic_loss(taken, episodes.continuation.ravel(),
                                       episodes.player.ravel(), episodes.valid.ravel())
@@ -185,17 +192,18 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
         critic_loss = critic_loss + value
 
     # 2. policy improvement at every visited information state, weighted by its visits
-    weights = losses.player_weights(sampler.visit_counts(batches[-1], tree.num_infostates),
-                                    game.infostate_player)
+    weights = losses.state_weights(sampler.visit_counts(batches[-1], tree.num_infostates),
+                                   players, spec.loss_normalisation, spec.policy_batch)
     if spec.critic == "exact":
         q = action_values(tree, state.table, eta, sign)[0]
     else:
-        q = critic_net.apply({"params": critic}, tensors) + own_terms(
+        q = critic_net.apply({"params": critic}, tensors, players) + own_terms(
             state.table, tree.num_legal, tree.legal, eta)
 
     def policy_loss(params):
-        logits = policy_net.apply({"params": params}, tensors)
-        found = [losses.POLICY_LOSSES[a](logits, q, tree.legal, weights, spec.beta)
+        logits = policy_net.apply({"params": params}, tensors, players)
+        centre = spec.neurd_logits == "centred"
+        found = [losses.POLICY_LOSSES[a](logits, q, tree.legal, weights, spec.beta, centre)
                  for a in spec.algorithms]
         if len(found) == 1:
             return found[0]
@@ -208,7 +216,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     policy = optax.apply_updates(state.policy, updates)
 
     # 3. the policy table the next cycle samples from
-    table = masked_policy(policy_net.apply({"params": policy}, tensors), tree.legal)
+    table = masked_policy(policy_net.apply({"params": policy}, tensors, players), tree.legal)
     return RunState(policy=policy, critic=critic, policy_opt=policy_state,
                     critic_opt=critic_state, table=table, blocked=state.blocked + blocked,
                     critic_loss=critic_loss, updates=state.updates + 1)
@@ -257,7 +265,8 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
 def critic_tables(spec: Spec, game: NeuralGame, states: dict) -> dict:
     """``{algorithm: [N, I, A]}``: every configuration's critic on every information state."""
     _, critic_net = _networks(spec, game)
-    return {a: jax.vmap(lambda c: critic_net.apply({"params": c}, game.tensors))(s.critic)
+    return {a: jax.vmap(lambda c: critic_net.apply({"params": c}, game.tensors,
+                                                   game.infostate_player))(s.critic)
             for a, s in states.items()}
 
 

@@ -177,7 +177,8 @@ def job_memory_bytes(cfg: Mapping, size) -> int:
     batch = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_batch"])
     job = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_job"])
     layers = [size.tensor_size, *cfg["hidden_sizes"], size.actions]
-    networks = 2 * mlp_parameters(layers) * 4 * 4
+    copies = 2 if cfg.get("networks") == "per_player" else 1
+    networks = 2 * copies * mlp_parameters(layers) * 4 * 4
     steps = (int(cfg["critic_batch"]) * int(cfg["critic_updates_per_policy_update"])
              + int(cfg["policy_batch"])) * (size.depth + 1)
     episodes = steps * (size.tensor_size + 4 * size.actions + 4 * sum(cfg["hidden_sizes"])) * 4
@@ -211,7 +212,8 @@ def spec(cfg: Mapping, critic: str):
         policy_learning_rate=float(cfg["policy_learning_rate"]),
         critic_learning_rate=float(cfg["critic_learning_rate"]),
         optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic,
-        precision=cfg["matmul_precision"])
+        precision=cfg["matmul_precision"], neurd_logits=cfg["neurd_logits"],
+        loss_normalisation=cfg["loss_normalisation"], networks=cfg["networks"])
 
 
 def plan(cfg: Mapping, game: str, critic: str, chunk: int):
