@@ -44,13 +44,13 @@ from neurd.precision import float64
 from neurd.progress import Progress
 from neurd.tables import atomic_path
 from neurd.tabular.evaluation import nash_conv
-from neurd.tabular.histories import action_values, history_tree, infostate_reach
+from neurd.tabular.histories import PI_FLOOR, action_values, history_tree, infostate_reach
 from neurd.tabular.sequence_form import sequence_form
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "neurd-neural-checkpoint"
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3  # 3: the policy's entropy and threshold share are kept
 
 
 @dataclass(frozen=True)
@@ -123,12 +123,18 @@ def signed_form(form, sign):
     return dataclasses.replace(form, terminal_payoff=sign * form.terminal_payoff)
 
 
-@jax.jit
-def _measure(form, tree, tables, critics, etas, sign):
-    """NashConv ``[C]`` and critic RMS error ``[C]`` of the current policies.
+@partial(jax.jit, static_argnames=("beta",))
+def _measure(form, tree, tables, critics, etas, sign, beta=2.0):
+    """Per configuration ``[C]``: NashConv, the critic's RMS error, the policy's entropy and
+    the share of its logits at NeuRD's threshold, of the current policies.
 
     ``tables`` and ``critics`` are the networks' float32 outputs; everything
-    here is float64 (call in a float64 scope).
+    here is float64 (call in a float64 scope).  The entropy (nats) is the mean
+    over information states weighted by the policy's own reach; the centred
+    logits are ``log pi`` centred over the legal actions (what the softmax
+    keeps of the network's logits; ``pi`` floored at :data:`PI_FLOOR`), and the
+    share is over the legal (state, action) pairs of ``|centred logit| >= beta``:
+    how much of the policy sits where NeuRD's threshold stops pushing.
     """
     legal = tree.legal
     game = signed_form(form, sign)
@@ -139,7 +145,12 @@ def _measure(form, tree, tables, critics, etas, sign):
         weight = infostate_reach(tree, policy)
         count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
         error = jnp.sum(jnp.where(legal, jnp.square(critic - continuation), 0.0), -1) / count
-        return nash_conv(game, policy), jnp.sqrt(jnp.sum(weight * error) / jnp.sum(weight))
+        log_pi = jnp.where(legal, jnp.log(jnp.maximum(policy, PI_FLOOR)), 0.0)
+        entropy = -jnp.sum(jnp.where(legal, policy * log_pi, 0.0), -1)
+        centred = log_pi - jnp.sum(log_pi, -1, keepdims=True) / count[:, None]
+        at_threshold = jnp.sum(legal & (jnp.abs(centred) >= beta)) / jnp.sum(legal)
+        return (nash_conv(game, policy), jnp.sqrt(jnp.sum(weight * error) / jnp.sum(weight)),
+                jnp.sum(weight * entropy) / jnp.sum(weight), at_threshold)
 
     return jax.vmap(one)(tables, jnp.asarray(critics, jnp.float64), etas)
 
@@ -190,7 +201,8 @@ _OWN = re.compile(r"meta\.json|part-\d+-\d+\.npz|\.(meta\.json|part-\d+-\d+\.npz
 _META_KEYS = ("format", "version", "identity", "next_row", "generation", "parts", "arrays",
               "pieces")
 # the results run() measures at each checkpoint row, and the keys of its records of pieces
-_MEASURED = ("nash_conv", "critic_rmse", "blocked", "critic_loss")
+_MEASURED = ("nash_conv", "critic_rmse", "blocked", "critic_loss", "policy_entropy",
+             "at_threshold")
 _PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
                "seconds", "configuration_iterations_per_second")
 
@@ -509,7 +521,8 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         revision: str = "unknown") -> dict:
     """Run every configuration of ``plan``; return the result arrays.
 
-    Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss`` ``[K, C]``
+    Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss``,
+    ``policy_entropy``, ``at_threshold`` ``[K, C]``
     per checkpoint and configuration (:attr:`Plan.configurations` order),
     ``policies`` ``[phases, C, I, A]`` at each phase's end (float64, the
     float32 network tables renormalised), the checkpoints' ``iteration`` and
@@ -596,8 +609,11 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         critics = _stack([train.critic_tables(spec, game, st) for st in states], spec.algorithms)
         tables = field("table")
         with float64():
-            value, rmse = _measure(form, tree64, tables, critics, jnp.asarray(eta_all), sign)
+            value, rmse, entropy, at = _measure(form, tree64, tables, critics,
+                                                jnp.asarray(eta_all), sign, beta=spec.beta)
         results["nash_conv"][row] = np.asarray(value)
+        results["policy_entropy"][row] = np.asarray(entropy)
+        results["at_threshold"][row] = np.asarray(at)
         results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
         updates = np.maximum(field("updates"), 1)
         if target > 0:

@@ -68,6 +68,11 @@ DIAGNOSTIC_COLUMNS = {
                          "the previous checkpoint (0 for SPG; NaN at iteration 0)",
     "critic_loss": "mean critic regression loss over the critic updates since the previous "
                    "checkpoint (NaN at iteration 0)",
+    "policy_entropy": "entropy (nats) of the current policy, mean over information states "
+                      "weighted by the policy's own reach (0: deterministic where it plays)",
+    "at_threshold": "share of the legal (information state, action) pairs whose centred "
+                    "logit (log pi centred over the legal actions) is at or beyond "
+                    "+-neural.beta: where NeuRD's threshold stops pushing",
 }
 POLICY_COLUMNS = {
     **_RUN_DOCS, **_POINT_DOCS,
@@ -252,7 +257,9 @@ def run_table(cfg: Mapping, game: str, critic: str, results: Mapping, configurat
                  {"algorithm": algorithm, "entropy": entropy.astype(float),
                   "seed": seed.astype(np.int64)}],
                 {"nash_conv": results["nash_conv"], "critic_rmse": results["critic_rmse"],
-                 "threshold_blocked": results["blocked"], "critic_loss": results["critic_loss"]},
+                 "threshold_blocked": results["blocked"], "critic_loss": results["critic_loss"],
+                 "policy_entropy": results["policy_entropy"],
+                 "at_threshold": results["at_threshold"]},
                 game=game, critic=critic)
 
 
