@@ -10,7 +10,7 @@ CONFIG ?= workflow/config/default.yaml
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures smoke paper test lint report lock clean-results gpu-check
+.PHONY: figures smoke paper test lint report lock clean-results gpu-check readings
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ $(STAMP): requirements.lock pyproject.toml
 figures: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+
+# The readings study (not part of `make figures`): Fig 6's claims under every reading the
+# paper leaves open (config section readings; results/readings/grid.md, grid.png).
+readings: $(STAMP)
+	$(BIN)/neurd check-config $(CONFIG)
+	$(BIN)/snakemake readings --cores $(CORES) --configfile $(CONFIG)
 
 smoke: CONFIG = workflow/config/smoke.yaml
 smoke: figures

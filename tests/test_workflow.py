@@ -140,8 +140,9 @@ def test_scales_never_share_a_file(tmp_path):
 
 # results/README.md's table of files: `<name>` is a wildcard, `{a,b}` alternatives, and a
 # cell `x.png`, `.pdf` names two files.  Not targets of `snakemake`: the report (`make
-# report`), the per-step logs and benchmark files (written beside each job, not outputs).
-NOT_TARGETS = ("report.html", "logs/", "benchmarks/")
+# report`), the per-step logs and benchmark files (written beside each job, not outputs),
+# the readings study (`make readings`).
+NOT_TARGETS = ("report.html", "logs/", "benchmarks/", "readings/")
 
 
 def _documented_patterns() -> dict[str, re.Pattern]:
@@ -210,6 +211,40 @@ def test_settings_that_change_no_number_rerun_no_job(smoke_run, tmp_path):
     assert jobs <= {"config_snapshot", "provenance", "all"}, jobs
     snapshots = re.findall(r"^rule config_snapshot:\n\s+output: (\S+)$", dry.stdout, re.M)
     assert snapshots == [f"{SMOKE}/config/all.json"], snapshots
+
+
+def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, tmp_path):
+    """`snakemake readings` at a tiny study (Kuhn, 2 seeds, 3 x 40 iterations): a grid of
+    Fig 6's claims under the default and two readings, every cell with a verdict and a
+    finite number, its heat map, and the collapse table; nothing of `rule all` reruns."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(smoke_run, workdir, symlinks=True)
+    (workdir / "tiny.yaml").write_text(
+        "readings:\n"
+        "  neural: {phase_iterations: {kuhn: 40}, seeds: 2, seeds_per_job: 2,\n"
+        "           seeds_per_batch: 2, checkpoints: {geometric: 2, linear: 3},\n"
+        "           exact_critic_games: []}\n"
+        "  variants:\n"
+        "    centred_logits: {neurd_logits: centred}\n"
+        "    exact_critic: {critic: exact}\n")
+    run = _snakemake(workdir, "readings", "--cores", "2", "--configfile",
+                     "workflow/config/smoke.yaml", "tiny.yaml")
+    assert run.returncode == 0, run.stderr[-5000:]
+    assert "rule neural_run:" not in run.stdout + run.stderr
+    grid = pd.read_parquet(workdir / SMOKE / "readings/grid.parquet")
+    readings = ["default", "centred_logits", "exact_critic"]
+    assert set(grid.reading) == set(readings)
+    claims = grid.claim.unique()
+    assert len(claims) >= 5 and len(grid) == len(claims) * len(readings)
+    assert set(grid.verdict) <= {"pass", "fail", "tie", "differs"}
+    assert np.isfinite(grid.value).all()
+    text = (workdir / SMOKE / "readings/grid.md").read_text()
+    assert all(r in text for r in readings) and "n/a" not in text
+    png = (workdir / SMOKE / "readings/grid.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    collapse = pd.read_parquet(workdir / SMOKE / "readings/collapse.parquet")
+    assert set(collapse.reading) == set(readings)
+    assert collapse.policy_entropy.between(0, np.log(2) + 1e-9).all()
 
 
 def test_a_scale_cannot_take_a_name_of_the_default_layout(tmp_path):

@@ -31,12 +31,17 @@ VERDICTS = ("pass", "fail", "differs", "tie")
 
 @dataclass(frozen=True)
 class Claim:
+    """One claim; ``value``: its headline number (e.g. the mean paired difference NeuRD - SPG),
+    for the readings study's grid (not a column of the audit files, whose ``measured`` text
+    carries it)."""
+
     figure: str
     claim: str
     paper_says: str
     measured: str
     criterion: str
     verdict: str
+    value: float = math.nan
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:

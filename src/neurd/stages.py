@@ -147,10 +147,32 @@ def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
             validate_schema(config, path)
         check(config)
         inspect(config)
+        for stage in STAGES.values():
+            if stage.derive is not None and config.get(stage.section):
+                for label, (name, section) in stage.derive(config).items():
+                    _validate_derived(label, name, section, schemas[name], config["limits"],
+                                      validate_schema)
     except ConfigError as error:
         raise ConfigError(f"{error}{where}") from None
     except WorkflowError as error:
         raise ConfigError(f"{_schema_message(error)}{where}") from None
+
+
+def _validate_derived(label, name, section, schema_path, limits, validate_schema) -> None:
+    """A derived ``name`` section, validated as the config's own; errors start with ``label``."""
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    derived = {name: section}
+    try:
+        merge_map_defaults(derived, _read_schema(schema_path))
+        validate_schema(derived, schema_path)
+        STAGES[name].check(derived[name])
+        if STAGES[name].inspect is not None:
+            STAGES[name].inspect(derived[name], limits)
+    except ConfigError as error:
+        raise ConfigError(f"{label}: {error}") from None
+    except WorkflowError as error:
+        raise ConfigError(f"{label}: {_schema_message(error)}") from None
 
 
 def inspect(config: Mapping) -> None:
@@ -191,7 +213,8 @@ def merge_map_defaults(node, schema: Mapping) -> None:
         if not isinstance(value, dict):
             continue
         default = sub.get("default")
-        if isinstance(sub.get("additionalProperties"), dict) and isinstance(default, dict):
+        if (isinstance(sub.get("additionalProperties"), dict) and isinstance(default, dict)
+                and sub.get("x-merge-defaults", True)):
             if follow is not None:
                 given = node.get(follow) if isinstance(node.get(follow), dict) else {}
                 base = properties[follow].get("default", {})

@@ -1,7 +1,7 @@
 # Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
-from neurd.pipeline.neural import job_runtime_minutes, jobs
+from neurd.pipeline.neural import job_runtime_minutes, jobs, main_critic
 
 NEURAL = config["neural"]
 NEURAL_JOBS = jobs(NEURAL)
@@ -78,7 +78,7 @@ rule neural_table:
         policies=lambda wildcards: [
             res(f"neural/{g}/jobs/{c}_{k}_policies.parquet")
             for g, c, k in NEURAL_JOBS
-            if g == wildcards.game and c == "learned"
+            if g == wildcards.game and c == main_critic(NEURAL)
         ],
     output:
         nashconv=res("neural/{game}/nashconv.parquet"),

@@ -156,7 +156,7 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
     phases = sorted(nashconv[nashconv.game == game].phase.unique())
     runs = {a: _runs(nashconv, game, a, best[a]) for a in (NEURD, SPG)}
     seeds = sorted(set(runs[NEURD]) & set(runs[SPG]))
-    parts, ok = [], True
+    parts, ok, won = [], True, 0
     for phase in phases:
         uniform = float(ci[(ci.game == game) & (ci.phase == phase)].uniform_nash_conv.iloc[0])
         level = cfg["audit_fraction"] * uniform
@@ -169,20 +169,23 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
                      f", SPG {fmt(median[SPG], 6)} iterations; NeuRD earlier in {wins}, later "
                      f"in {losses} of {len(seeds)} seeds")
         if phase > 1:  # after each negation
-            ok &= median[NEURD] < median[SPG] or (median[NEURD] == median[SPG] and wins > losses)
+            earlier = median[NEURD] < median[SPG] or (median[NEURD] == median[SPG]
+                                                     and wins > losses)
+            ok &= earlier
+            won += earlier
     return Claim(
         FIGURE, f"{game}: NeuRD converges faster after each negation",
         "'NeuRD converges faster than SPG in all three domains'",
         note + "; ".join(parts) + f" (level: {fmt(cfg['audit_fraction'])} x the uniform "
         "policy's NashConv in the phase's game; inf: not reached; best entropy per algorithm)",
         "in every phase after a negation NeuRD's median time to the level is below SPG's",
-        verdict(ok))
+        verdict(ok), float(won))
 
 
-def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str]:
-    """``(measured text, verdict)`` of "NeuRD below SPG" from values paired by index (seeds,
-    or (entropy, seed)): the bootstrap CI of the mean paired difference NeuRD - SPG (shared
-    seeds start from the same weights), ``tie`` where it covers 0."""
+def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str, float]:
+    """``(measured text, verdict, mean difference)`` of "NeuRD below SPG" from values paired
+    by index (seeds, or (entropy, seed)): the bootstrap CI of the mean paired difference
+    NeuRD - SPG (shared seeds start from the same weights), ``tie`` where it covers 0."""
     from neurd.stats import paired_difference_ci
 
     both = neurd.index.intersection(spg.index)
@@ -193,7 +196,7 @@ def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str]:
         method=boot["method"], seed=int(cfg["seed"]))
     text = (f"paired difference NeuRD - SPG {fmt(mean)}, {fmt(100 * float(boot['confidence']))}%"
             f" CI [{fmt(low)}, {fmt(high)}]; NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
-    return text, paired_verdict(low, high)
+    return text, paired_verdict(low, high), mean
 
 
 PAIRED_CRITERION = ("the bootstrap CI of the mean paired difference NeuRD - SPG lies below 0 "
@@ -205,13 +208,14 @@ def _final_claim(game, summary, best, note, cfg) -> Claim:
     final = {a: rows[(rows.algorithm == a) & (rows.entropy == best[a])]
              .set_index("seed").final_nash_conv for a in (NEURD, SPG)}
     means = {a: float(f.mean()) for a, f in final.items()}
-    text, outcome = paired(final[NEURD], final[SPG], cfg)
+    text, outcome, difference = paired(final[NEURD], final[SPG], cfg)
     return Claim(
         FIGURE, f"{game}: NeuRD ends with the lowest final NashConv",
         "'NeuRD ... yields the lowest final NashConv'",
         note + f"final NashConv (mean of the last checkpoints) at the best entropy: NeuRD "
         f"{fmt(means[NEURD])} (eta {fmt(best[NEURD])}), SPG {fmt(means[SPG])} (eta "
-        f"{fmt(best[SPG])}); {text} seeds", PAIRED_CRITERION, outcome)
+        f"{fmt(best[SPG])}); {text} seeds", PAIRED_CRITERION, outcome,
+        difference)
 
 
 def _average_claim(game, summary, note, cfg) -> Claim:
@@ -219,12 +223,13 @@ def _average_claim(game, summary, note, cfg) -> Claim:
     wide = rows.pivot_table(index=["entropy", "seed"], columns="algorithm",
                             values="average_nash_conv")
     means = {a: float(wide[a].mean()) for a in (NEURD, SPG)}
-    text, outcome = paired(wide[NEURD], wide[SPG], cfg)
+    text, outcome, difference = paired(wide[NEURD], wide[SPG], cfg)
     return Claim(
         FIGURE, f"{game}: NeuRD's average NashConv over all iterations is lower",
         "'NeuRD consistently has lower average NashConv'",
         note + f"average NashConv over every entropy level and seed: NeuRD {fmt(means[NEURD])}, "
-        f"SPG {fmt(means[SPG])}; {text} (entropy, seed) pairs", PAIRED_CRITERION, outcome)
+        f"SPG {fmt(means[SPG])}; {text} (entropy, seed) pairs", PAIRED_CRITERION, outcome,
+        difference)
 
 
 def _sensitivity_claim(game, summary, note) -> Claim:
@@ -236,7 +241,8 @@ def _sensitivity_claim(game, summary, note) -> Claim:
         "'NeuRD ... is less sensitive to the entropy regularization level, in contrast to PG'",
         note + f"spread (max - min over {rows.entropy.nunique()} levels) of the mean average "
         f"NashConv: NeuRD {fmt(spread[NEURD])}, SPG {fmt(spread[SPG])}",
-        "NeuRD's spread below SPG's", verdict(spread[NEURD] < spread[SPG]))
+        "NeuRD's spread below SPG's", verdict(spread[NEURD] < spread[SPG]),
+        spread[NEURD] - spread[SPG])
 
 
 def _grid_claim(game, summary, best, note) -> Claim:
@@ -248,19 +254,19 @@ def _grid_claim(game, summary, best, note) -> Claim:
         note + f"grid {[fmt(x) for x in levels]}; best by final NashConv: "
         + ", ".join(f"{style.LABELS[a]} {fmt(e)}" for a, e in best.items()),
         "every algorithm's best level lies strictly inside the grid",
-        verdict(all(inside.values())))
+        verdict(all(inside.values())), float(sum(inside.values())))
 
 
 def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
     rows = diagnostics[diagnostics.game == game]
-    if "exact" not in set(rows.critic):
+    if not {"exact", "learned"} <= set(rows.critic):
         return None
     last = rows[rows.iteration == rows.iteration.max()]
     last = last[last.phase == last.phase.max()]
     final = last.groupby(["critic", "algorithm"]).nash_conv.mean()
     rmse = last[last.critic == "learned"].groupby("algorithm").critic_rmse.mean()
     runs = last[last.critic == "exact"].set_index(["entropy", "seed"])
-    text, outcome = paired(runs[runs.algorithm == NEURD].nash_conv,
+    text, outcome, difference = paired(runs[runs.algorithm == NEURD].nash_conv,
                            runs[runs.algorithm == SPG].nash_conv, cfg)
     exact = {a: float(final.loc[("exact", a)]) for a in (NEURD, SPG)}
     learned = {a: float(final.loc[("learned", a)]) for a in (NEURD, SPG)}
@@ -271,7 +277,8 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
         f"{fmt(exact[NEURD])}, SPG {fmt(exact[SPG])}; learned critic NeuRD "
         f"{fmt(learned[NEURD])}, SPG {fmt(learned[SPG])}; learned critic's final RMS error "
         f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}; exact critic: {text} "
-        "(entropy, seed) pairs", PAIRED_CRITERION, outcome)
+        "(entropy, seed) pairs", PAIRED_CRITERION, outcome,
+        difference)
 
 
 def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:

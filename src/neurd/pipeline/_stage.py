@@ -44,6 +44,10 @@ class Stage:
     scheduled or how often it saves its state): they stay out of the config
     snapshot, so out of every hash the tables and checkpoints are keyed on,
     and the rules read them from the config itself;
+    ``derive(config)``: sections this stage derives from the whole config, as
+    ``{label: (section, cfg)}``, each validated like that section (schema,
+    checks, ``inspect``), errors prefixed with the label (the readings study's
+    ``neural`` sections);
     ``inspect(cfg, limits)``: the checks that need more than the section's
     values -- the games it names, loaded by OpenSpiel, and what a run will
     allocate, write and ask a scheduler for against the config's ``limits``
@@ -58,6 +62,7 @@ class Stage:
     float64: bool = True
     settings: tuple[str, ...] = ()
     inspect: Callable[[Mapping, Mapping], None] | None = None
+    derive: Callable[[Mapping], Mapping] | None = None
 
     def load(self, path: str | os.PathLike) -> dict:
         """The section's config snapshot at ``path``, checked; errors name the file."""

@@ -198,11 +198,18 @@ def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
     return [tuple(range(start, min(start + size, seeds))) for start in range(0, seeds, size)]
 
 
+def main_critic(cfg: Mapping) -> str:
+    """The critic of the runs Fig 6 draws (``neural.critic``; learned before the key existed)."""
+    return cfg.get("critic", LEARNED)
+
+
 def jobs(cfg: Mapping) -> list[tuple[str, str, int]]:
-    """Every job as (game, critic, chunk)."""
-    out = []
+    """Every job as (game, critic, chunk): the main critic's, and the exact critic's too for
+    ``exact_critic_games``."""
+    out, main = [], main_critic(cfg)
     for game in cfg["games"]:
-        for critic in (LEARNED, EXACT) if game in cfg["exact_critic_games"] else (LEARNED,):
+        extra = (EXACT,) if game in cfg["exact_critic_games"] and main != EXACT else ()
+        for critic in (main, *extra):
             out += [(game, critic, k) for k in range(len(seed_chunks(cfg)))]
     return out
 
@@ -335,8 +342,8 @@ def game_tables(cfg: Mapping, curves: pd.DataFrame, policies: pd.DataFrame,
     """A game's five tables from its jobs' curves and policies."""
     order = ["critic", "algorithm", "entropy", "seed", "iteration", "phase"]
     curves = curves.sort_values(order, kind="stable").reset_index(drop=True)
-    learned = curves[curves.critic == LEARNED]
-    nashconv = learned[list(NASHCONV_COLUMNS)].reset_index(drop=True)
+    main = curves[curves.critic == main_critic(cfg)]
+    nashconv = main[list(NASHCONV_COLUMNS)].reset_index(drop=True)
     return {
         "nashconv": nashconv,
         "policies": policies.sort_values(["algorithm", "entropy", "seed", "phase"],
@@ -409,7 +416,7 @@ def _run_step(args, cfg) -> None:
 def _table_step(args, cfg) -> None:
     curves = pd.concat([read_table(p) for p in args.curves], ignore_index=True)
     policies = pd.concat([read_table(p) for p in args.policies], ignore_index=True)
-    policies = policies[policies.seed.isin(curves[curves.critic == LEARNED].seed)]
+    policies = policies[policies.seed.isin(curves[curves.critic == main_critic(cfg)].seed)]
     uniform = uniform_nash_conv(games.load(args.compiled), int(cfg["phases"]))
     tables = game_tables(cfg, curves, policies, uniform)
     meta = {"bootstrap": dict(cfg["bootstrap"], statistic="mean over seeds",

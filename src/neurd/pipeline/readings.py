@@ -1,0 +1,262 @@
+"""The readings study: Fig 6's claims re-measured under each reading the paper leaves open.
+
+Config section ``readings``: ``neural`` sets the study's scale (keys of the
+``neural`` section, over it) and ``variants`` names each alternative reading
+by the ``neural`` keys it changes from the study's default, one change at a
+time.  Every reading, ``default`` included, is a ``neural`` section of its own
+(:func:`variant_sections`), validated like the ``neural`` section itself
+when the config is (schema, checks, games and limits), and run by the Fig 6
+steps (``neurd neural-run`` / ``neural-table`` / ``neural-combine``) into
+``results/readings/<reading>/``.  ``neurd readings-grid`` then measures
+Fig 6's claims on each (:func:`neurd.figures.fig6.claims`, the audit's own
+code) and writes the grid (columns below), a heat map of it and the
+policy-collapse panel.  Not part of ``rule all``: ``make readings``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Mapping
+
+import pandas as pd
+
+from neurd.config import ConfigError, require
+from neurd.pipeline._stage import Stage
+from neurd.tables import read_table, write_table
+
+log = logging.getLogger(__name__)
+
+DEFAULT_READING = "default"
+GRID_COLUMNS = {
+    "reading": "the reading: 'default' (the pipeline's) or a variant of config "
+               "readings.variants, one change from it",
+    "changes": "the neural keys the reading changes from the study's default (JSON)",
+    "figure": "the figure whose claim this is (fig6)",
+    "claim": "the claim, as the audit words it",
+    "verdict": "the audit's verdict under this reading: pass, fail, tie (the CI of the "
+               "paired difference covers 0) or differs",
+    "value": "the claim's headline number: the mean paired difference NeuRD - SPG (final, "
+             "average, exact critic), NeuRD's minus SPG's spread (sensitivity), the phases "
+             "after a negation where NeuRD is faster (faster), the algorithms whose best "
+             "entropy lies inside the grid (grid)",
+    "measured": "the audit's measured text",
+}
+COLLAPSE_COLUMNS = {
+    "reading": GRID_COLUMNS["reading"],
+    "game": "short name of the game",
+    "algorithm": "'neurd' or 'spg'",
+    "entropy": "entropy regularisation strength eta",
+    "iteration": "learning iterations done",
+    "phase": "phase of the reward (1-based)",
+    "policy_entropy": "mean over seeds of the policy's reach-weighted entropy (nats)",
+    "at_threshold": "mean over seeds of the share of centred logits at NeuRD's threshold",
+    "nash_conv": "mean over seeds of the NashConv",
+}
+
+
+def variant_sections(config: Mapping) -> dict[str, dict]:
+    """Every reading's ``neural`` section (defaults not yet filled): the config's ``neural``
+    section, the study's scale over it, then the reading's changes (mappings merged)."""
+    study = config.get("readings") or {}
+    base = _merged(copy.deepcopy(dict(config.get("neural") or {})), study.get("neural") or {})
+    sections = {DEFAULT_READING: base}
+    for name, changes in (study.get("variants") or {}).items():
+        sections[name] = _merged(copy.deepcopy(base), changes)
+    return sections
+
+
+def _merged(base: dict, top: Mapping) -> dict:
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            base[key] = _merged(dict(base[key]), value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def check(cfg: Mapping) -> None:
+    """Cross-field checks of the ``readings`` section."""
+    require(DEFAULT_READING not in cfg["variants"], f"readings.variants.{DEFAULT_READING}",
+            f"'{DEFAULT_READING}' is the study's own reading (readings.neural); name the "
+            "variant otherwise")
+    for name, changes in cfg["variants"].items():
+        require(bool(changes), f"readings.variants.{name}",
+                "changes nothing: a reading names the neural keys it changes")
+        require("games" not in changes, f"readings.variants.{name}.games",
+                "a reading cannot change the games (the grid compares claims game by game)")
+
+
+# --- the grid -------------------------------------------------------------------------------
+
+
+def grid_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
+               snapshots: Mapping[str, Mapping], changes: Mapping[str, Mapping]
+               ) -> pd.DataFrame:
+    """One row per (reading, claim): Fig 6's claims measured on each reading's tables."""
+    from neurd.figures import fig6
+    from neurd.precision import float64
+
+    rows = []
+    for reading, t in tables.items():
+        with float64():
+            found = fig6.claims(t["nashconv"], t["ci"], t["summary"], t["diagnostics"],
+                                snapshots[reading])
+        for claim in found:
+            rows.append({"reading": reading, "changes": json.dumps(changes[reading],
+                                                                  sort_keys=True),
+                         "figure": claim.figure, "claim": claim.claim, "verdict": claim.verdict,
+                         "value": float(claim.value), "measured": claim.measured})
+    grid = pd.DataFrame(rows, columns=list(GRID_COLUMNS))
+    # a claim some readings do not measure (the learned-vs-exact critic check, where only
+    # some readings run both critics) has no cell everywhere: it is left out of the grid
+    everywhere = grid.groupby("claim").reading.nunique() == len(tables)
+    return grid[grid.claim.isin(everywhere[everywhere].index)].reset_index(drop=True)
+
+
+def collapse_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
+                   snapshots: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Per reading, game, algorithm, entropy and checkpoint: the mean over seeds of the
+    policy's entropy, its share of logits at the threshold and its NashConv (the runs of
+    the reading's main critic)."""
+    from neurd.pipeline.neural import main_critic
+
+    frames = []
+    for reading, t in tables.items():
+        d = t["diagnostics"]
+        d = d[d.critic == main_critic(snapshots[reading])]
+        mean = d.groupby(["game", "algorithm", "entropy", "iteration", "phase"], sort=True)[
+            ["policy_entropy", "at_threshold", "nash_conv"]].mean().reset_index()
+        frames.append(mean.assign(reading=reading))
+    return pd.concat(frames, ignore_index=True)[list(COLLAPSE_COLUMNS)]
+
+
+VERDICT_CODES = {"fail": 0, "tie": 1, "differs": 2, "pass": 3}
+
+
+def draw(grid: pd.DataFrame, collapse: pd.DataFrame, readings: list[str]):
+    """The heat map of verdicts (cells annotated with their number), and the collapse panel:
+    NeuRD's policy entropy at the lowest entropy level in each game, per reading."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    from neurd.figures import style
+
+    style.setup()
+    claims = list(dict.fromkeys(grid.claim))
+    codes = grid.pivot(index="claim", columns="reading", values="verdict").loc[
+        claims, readings].replace(VERDICT_CODES).astype(float)
+    values = grid.pivot(index="claim", columns="reading", values="value").loc[claims, readings]
+    games = list(dict.fromkeys(collapse.game))
+    fig = plt.figure(figsize=(2.0 + 1.15 * len(readings), 0.42 * len(claims) + 4.8))
+    grid_ax = fig.add_axes((0.34, 0.36, 0.64, 0.6))
+    colours = ListedColormap(["#f4b6ae", "#d5d8dc", "#fde7a6", "#a8dcb4"])
+    grid_ax.imshow(codes.to_numpy(), cmap=colours, vmin=-0.5, vmax=3.5, aspect="auto")
+    grid_ax.grid(False)
+    for i in range(len(claims)):
+        for j in range(len(readings)):
+            verdict = grid.set_index(["claim", "reading"]).verdict.get((claims[i], readings[j]))
+            number = values.iloc[i, j]
+            text = "n/a" if verdict is None else f"{verdict}\n{number:.3g}"
+            grid_ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    grid_ax.set_xticks(range(len(readings)), [r.replace("_", " ") for r in readings],
+                       rotation=30, ha="right", fontsize=8)
+    grid_ax.set_yticks(range(len(claims)), claims, fontsize=8)
+    grid_ax.set_title("Fig 6's claims under each reading (verdict, headline number)",
+                      fontsize=10)
+    for k, game in enumerate(games):
+        ax = fig.add_axes((0.07 + k * 0.32, 0.05, 0.26, 0.2))
+        rows = collapse[(collapse.game == game) & (collapse.algorithm == "neurd")]
+        lowest = rows.entropy.min()
+        for reading in readings:
+            run = rows[(rows.reading == reading) & (rows.entropy == lowest)].sort_values(
+                ["iteration", "phase"])
+            ax.plot(run.iteration, run.policy_entropy, label=reading.replace("_", " "),
+                    lw=1.2 if reading == DEFAULT_READING else 0.8)
+        ax.set_title(f"{game}: NeuRD's policy entropy, eta = {lowest:g}", fontsize=9)
+        ax.set_xlabel("learning iterations", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if k == 0:
+            ax.set_ylabel("entropy (nats)", fontsize=8)
+        if k == len(games) - 1:
+            ax.legend(fontsize=6, loc="upper right")
+    return fig
+
+
+# --- command-line steps ---------------------------------------------------------------------
+
+
+def _grid_step(args, cfg) -> None:
+    from neurd.config import load_snapshot
+    from neurd.figures import style
+
+    readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
+    folders = dict(item.partition("=")[::2] for item in args.reading)
+    tables, snapshots, changes = {}, {}, {}
+    base = load_snapshot(f"{folders[DEFAULT_READING]}/config/neural.json")
+    for reading, folder in folders.items():
+        snapshots[reading] = load_snapshot(f"{folder}/config/neural.json")
+        tables[reading] = {name: read_table(f"{folder}/neural/{name}.parquet")
+                           for name in ("nashconv", "diagnostics", "summary")}
+        tables[reading]["ci"] = read_table(f"{folder}/neural/nashconv_ci.parquet")
+        changes[reading] = {k: v for k, v in snapshots[reading].items() if base.get(k) != v}
+    unknown = sorted(set(readings) - {DEFAULT_READING, *cfg["variants"]})
+    if unknown:
+        raise ConfigError(f"readings {unknown} are not in config readings.variants")
+    grid = grid_table(tables, snapshots, changes)
+    collapse = collapse_table(tables, snapshots)
+    write_table(grid, args.grid, columns=GRID_COLUMNS, config=cfg)
+    write_table(collapse, args.collapse, columns=COLLAPSE_COLUMNS, config=cfg)
+    style.save(draw(grid, collapse, readings), args.png, args.pdf)
+    _write_markdown(grid, readings, args.md)
+    counts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
+    log.info("readings grid:\n%s", counts)
+
+
+def _write_markdown(grid: pd.DataFrame, readings: list[str], path) -> None:
+    from neurd.tables import write_text
+
+    lines = ["# Fig 6's claims under each reading", "",
+             "Verdict and headline number per claim (rows) and reading (columns); "
+             "`results/readings/grid.parquet` has the measured text of every cell.", "",
+             "| claim | " + " | ".join(readings) + " |",
+             "| --- |" + " --- |" * len(readings)]
+    cells = grid.set_index(["claim", "reading"])
+    for claim in dict.fromkeys(grid.claim):
+        row = []
+        for reading in readings:
+            if (claim, reading) in cells.index:
+                cell = cells.loc[(claim, reading)]
+                row.append(f"{cell.verdict} ({cell.value:.3g})")
+            else:
+                row.append("n/a")
+        lines.append(f"| {claim} | " + " | ".join(row) + " |")
+    verdicts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
+    lines += ["", "Totals per reading: " + "; ".join(
+        f"{r}: " + ", ".join(f"{v} {int(verdicts.loc[r].get(v, 0))}"
+                             for v in ("pass", "tie", "fail")) for r in readings), ""]
+    write_text(path, "\n".join(lines))
+
+
+def register(stage: Stage, sub) -> None:
+    """Add this stage's steps to the ``neurd`` command line."""
+    p = stage.add_step(sub, "readings-grid",
+                       "the readings study's grid: Fig 6's claims under every reading",
+                       _grid_step)
+    p.add_argument("--reading", action="append", required=True, metavar="NAME=FOLDER",
+                   help="a reading and its results folder (repeat; 'default' first)")
+    p.add_argument("--grid", required=True, help="output: grid.parquet")
+    p.add_argument("--collapse", required=True, help="output: collapse.parquet")
+    p.add_argument("--png", required=True)
+    p.add_argument("--pdf", required=True)
+    p.add_argument("--md", required=True, help="output: grid.md")
+
+
+def _derive(config: Mapping) -> dict[str, tuple[str, dict]]:
+    return {f"readings.variants.{name}" if name != DEFAULT_READING else "readings.neural":
+            ("neural", section) for name, section in variant_sections(config).items()}
+
+
+STAGE = Stage(section="readings", check=check, figures=lambda cfg: [], register=register,
+              derive=_derive)

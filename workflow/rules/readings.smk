@@ -1,0 +1,188 @@
+# The readings study (`make readings`; not a target of `rule all`): every reading of
+# config readings is a neural section of its own, run by the Fig 6 steps into
+# results/readings/<reading>/, then one grid of Fig 6's claims under every reading.
+from neurd.pipeline import neural as neural_stage
+from neurd.pipeline.readings import variant_sections
+
+READINGS = {
+    name: {"seed": config["seed"], **section} for name, section in variant_sections(config).items()
+}
+READING_NAMES = list(READINGS)
+READING_PATTERN = "|".join(READING_NAMES)
+READING_JOBS = {name: neural_stage.jobs(cfg) for name, cfg in READINGS.items()}
+
+
+def reading_jobs(reading, game=None, critic=None):
+    return [
+        (g, c, k)
+        for g, c, k in READING_JOBS[reading]
+        if (game is None or g == game) and (critic is None or c == critic)
+    ]
+
+
+rule readings_snapshot:
+    """A reading's neural section (the study's scale and the reading's changes, validated
+    with the config): the --config of its Fig 6 steps."""
+    output:
+        res("readings/{reading}/config/neural.json"),
+    log:
+        res("logs/readings_snapshot_{reading}.log"),
+    wildcard_constraints:
+        reading=READING_PATTERN,
+    localrule: True
+    params:
+        cfg=lambda wildcards: {
+            k: v for k, v in READINGS[wildcards.reading].items() if k not in neural_stage.SETTINGS
+        },
+    run:
+        write_json(output[0], params.cfg)
+        with open(log[0], "w") as handle:
+            print(f"wrote {output[0]}", file=handle)
+
+
+rule readings_run:
+    """One job of one reading (as neural_run)."""
+    input:
+        cfg=res("readings/{reading}/config/neural.json"),
+        game=res("neural/{game}/game.npz"),
+    output:
+        curves=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_curves.parquet"),
+        policies=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_policies.parquet"),
+    log:
+        res("logs/readings_run_{reading}_{game}_{critic}_{chunk}.log"),
+    benchmark:
+        res("benchmarks/readings_run_{reading}_{game}_{critic}_{chunk}.tsv")
+    wildcard_constraints:
+        reading=READING_PATTERN,
+        game=NEURAL_GAME_PATTERN,
+        critic="learned|exact",
+        chunk=r"\d+",
+    conda:
+        CONDA_ENV
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=lambda wildcards: neural_stage.job_runtime_minutes(
+            READINGS[wildcards.reading], wildcards.game
+        ),
+    params:
+        checkpoint=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_checkpoint"),
+    shell:
+        "neurd neural-run --config {input.cfg} --game {wildcards.game}"
+        " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
+        " --curves {output.curves} --policies {output.policies}"
+        " --checkpoint {params.checkpoint}"
+        " --checkpoint-minutes {config[neural][checkpoint_minutes]} > {log} 2>&1"
+
+
+rule readings_table:
+    """A reading's per-game tables (as neural_table)."""
+    input:
+        cfg=res("readings/{reading}/config/neural.json"),
+        game=res("neural/{game}/game.npz"),
+        curves=lambda wildcards: [
+            res(f"readings/{wildcards.reading}/neural/{g}/jobs/{c}_{k}_curves.parquet")
+            for g, c, k in reading_jobs(wildcards.reading, wildcards.game)
+        ],
+        policies=lambda wildcards: [
+            res(f"readings/{wildcards.reading}/neural/{g}/jobs/{c}_{k}_policies.parquet")
+            for g, c, k in reading_jobs(
+                wildcards.reading,
+                wildcards.game,
+                neural_stage.main_critic(READINGS[wildcards.reading]),
+            )
+        ],
+    output:
+        nashconv=res("readings/{reading}/neural/{game}/nashconv.parquet"),
+        policies=res("readings/{reading}/neural/{game}/policies.parquet"),
+        diagnostics=res("readings/{reading}/neural/{game}/diagnostics.parquet"),
+        summary=res("readings/{reading}/neural/{game}/summary.parquet"),
+        ci=res("readings/{reading}/neural/{game}/nashconv_ci.parquet"),
+    log:
+        res("logs/readings_table_{reading}_{game}.log"),
+    wildcard_constraints:
+        reading=READING_PATTERN,
+        game=NEURAL_GAME_PATTERN,
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    shell:
+        "neurd neural-table --config {input.cfg} --compiled {input.game} --curves {input.curves}"
+        " --policies {input.policies} --nashconv {output.nashconv}"
+        " --policies-out {output.policies} --diagnostics {output.diagnostics}"
+        " --summary {output.summary} --ci {output.ci} > {log} 2>&1"
+
+
+rule readings_combine:
+    """A reading's tables of every game in one of each (as neural_combine)."""
+    input:
+        cfg=res("readings/{reading}/config/neural.json"),
+        tables=lambda wildcards: expand(
+            res("readings/{reading}/neural/{game}/{name}.parquet"),
+            reading=wildcards.reading,
+            game=NEURAL["games"],
+            name=["nashconv", "diagnostics", "summary", "nashconv_ci"],
+        ),
+    output:
+        nashconv=res("readings/{reading}/neural/nashconv.parquet"),
+        diagnostics=res("readings/{reading}/neural/diagnostics.parquet"),
+        summary=res("readings/{reading}/neural/summary.parquet"),
+        ci=res("readings/{reading}/neural/nashconv_ci.parquet"),
+    log:
+        res("logs/readings_combine_{reading}.log"),
+    wildcard_constraints:
+        reading=READING_PATTERN,
+    localrule: True
+    conda:
+        CONDA_ENV
+    params:
+        tables=lambda wildcards: {
+            name: " ".join(
+                res(f"readings/{wildcards.reading}/neural/{g}/{name}.parquet")
+                for g in NEURAL["games"]
+            )
+            for name in ("nashconv", "diagnostics", "summary", "nashconv_ci")
+        },
+        out_dir=lambda wildcards, output: os.path.dirname(output.nashconv),
+    shell:
+        "neurd neural-combine --config {input.cfg} --nashconv {params.tables[nashconv]}"
+        " --diagnostics {params.tables[diagnostics]} --summary {params.tables[summary]}"
+        " --nashconv_ci {params.tables[nashconv_ci]} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule readings_grid:
+    """Fig 6's claims under every reading: the grid, its heat map and the collapse panel."""
+    input:
+        cfg=res("config/readings.json"),
+        tables=expand(
+            res("readings/{reading}/neural/{name}.parquet"),
+            reading=READING_NAMES,
+            name=["nashconv", "diagnostics", "summary", "nashconv_ci"],
+        ),
+        snapshots=expand(res("readings/{reading}/config/neural.json"), reading=READING_NAMES),
+    output:
+        grid=res("readings/grid.parquet"),
+        collapse=res("readings/collapse.parquet"),
+        png=report(res("readings/grid.png"), caption="../report/readings.rst", category="Readings"),
+        pdf=res("readings/grid.pdf"),
+        md=res("readings/grid.md"),
+    log:
+        res("logs/readings_grid.log"),
+    localrule: True
+    conda:
+        CONDA_ENV
+    params:
+        readings=" ".join(f"--reading {r}={res('readings/' + r)}" for r in READING_NAMES),
+    shell:
+        "neurd readings-grid --config {input.cfg} {params.readings} --grid {output.grid}"
+        " --collapse {output.collapse} --png {output.png} --pdf {output.pdf} --md {output.md}"
+        " > {log} 2>&1"
+
+
+rule readings:
+    """The readings study's target (make readings)."""
+    input:
+        rules.readings_grid.output,
