@@ -140,3 +140,21 @@ def test_the_config_keys_reach_the_learner():
     made = spec(cfg, "learned")
     assert (made.neurd_logits, made.loss_normalisation, made.networks, made.hidden) == (
         "centred", "batch_sum", "per_player", (128, 128))
+
+
+def test_algorithm_1s_plain_sum_diverges_at_the_papers_learning_rates():
+    """The README's reason for not taking the plain sum over the batch's steps: with the
+    paper's learning rates its steps are 256x the per-trajectory ones, and NeuRD's network
+    on Leduc goes to NaN within two phases of 400 iterations; the default reading does
+    not."""
+    leduc = compile_game("leduc_poker")
+
+    def plan(normalisation):
+        return experiment.Plan(game="leduc", spec=train.Spec(loss_normalisation=normalisation),
+                               entropies=(0.0, 0.1), run_seeds=(0,), seed=0,
+                               phase_iterations=400, phases=2, geometric=2, linear=4,
+                               seeds_per_batch=1)
+
+    with pytest.raises(FloatingPointError, match="neurd"):
+        experiment.run(leduc, plan("batch_sum"))
+    assert np.isfinite(experiment.run(leduc, plan("player_mean"))["nash_conv"]).all()
