@@ -106,3 +106,29 @@ def test_a_corrupt_table_or_game_is_named_with_what_to_do(tmp_path):
     with pytest.raises(games.GameFileError, match=f"{game}.*delete it"):
         games.load(game)
     del np
+
+
+def test_compare_tables_finds_a_moved_number_and_new_columns(tmp_path):
+    """bench/compare_tables.py, the before/after check of a change that must not move
+    numbers: equal tables pass, a new column is listed, one changed value fails."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "compare_tables.py"
+    old, new = tmp_path / "old", tmp_path / "new"
+    for root in (old, new):
+        (root / "matrix").mkdir(parents=True)
+    frame = pd.DataFrame({"horizon": [10, 20], "regret": [1.0, 2.0]})
+    frame.to_parquet(old / "matrix/a.parquet")
+    frame.assign(extra=[0, 1]).to_parquet(new / "matrix/a.parquet")
+
+    def run():
+        return subprocess.run([sys.executable, str(script), str(old), str(new)],
+                              capture_output=True, text=True)
+
+    same = run()
+    assert same.returncode == 0 and "equal; new columns ['extra']" in same.stdout
+    frame.assign(regret=[1.0, 2.0 + 1e-15]).to_parquet(new / "matrix/a.parquet")
+    moved = run()
+    assert moved.returncode == 1 and "matrix/a.parquet: differs" in moved.stdout
