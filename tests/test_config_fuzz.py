@@ -139,3 +139,37 @@ def test_every_list_refuses_more_items_than_its_bound_by_name(path, schema):
         assert message is not None, f"{_dotted(path)} with {length} items was accepted"
         assert str(path[-1]) in message and "fuzz.yaml" in message and "\n" not in message
         assert len(message) < 1000, message[:300]
+
+
+# The classes the schema alone cannot catch, tried on every key they concern: a game string
+# OpenSpiel cannot load or the engine cannot solve, and a limit too small for the config.
+BAD_GAMES = {"general-sum": "matrix_pd", "3 players": "kuhn_poker(players=3)",
+             "unknown": "no_such_game", "malformed": "leduc_poker(",
+             "too large": "goofspiel(num_cards=8)"}
+GAME_KEYS = [(section, game) for section in ("tabular", "neural")
+             for game in ("kuhn", "leduc", "goofspiel")]
+
+
+@pytest.mark.parametrize("section, game", GAME_KEYS, ids=[f"{s}.{g}" for s, g in GAME_KEYS])
+def test_every_game_string_refuses_games_the_engine_cannot_run_by_name(section, game):
+    config = _default()
+    for label, value in BAD_GAMES.items():
+        bad = copy.deepcopy(config)
+        bad[section]["game_strings"][game] = value
+        bad[section]["expected_infostates"].pop(game, None)
+        message = _refusal(bad)
+        assert message is not None, f"{section}.game_strings.{game} = {value!r} was accepted"
+        assert f"{section}.game_strings.{game}" in message and "fuzz.yaml" in message, (
+            label, message)
+
+
+LIMITS = ["max_histories", "max_table_rows", "max_job_memory_mb", "max_runtime_minutes"]
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+def test_every_limit_refuses_a_config_beyond_it_with_the_estimate(limit):
+    config = _default()
+    config["limits"][limit] = 1
+    message = _refusal(config)
+    assert message is not None and f"limits.{limit}" in message and "fuzz.yaml" in message
+    assert any(ch.isdigit() for ch in message.split(f"limits.{limit}")[0]), message
