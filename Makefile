@@ -59,9 +59,11 @@ lint: $(STAMP)
 # The scale's results folder: results/ for the default, results/<scale>/ otherwise.
 RESULTS = $$($(BIN)/neurd check-config --results-dir $(CONFIG) 2>/dev/null || echo invalid-config)
 
+# The report of the default target, and of the readings study when it has been run.
 report: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
-	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report $(RESULTS)/report.html
+	root=$(RESULTS); targets=$$(test -f $$root/readings/grid.png && echo "all readings"); \
+	$(BIN)/snakemake $$targets --cores $(CORES) --configfile $(CONFIG) --report $$root/report.html
 
 # Re-pin requirements.lock: the direct dependencies at pyproject.toml's lower
 # bounds (the floor CI tests), the rest resolved by pip, in a scratch venv.

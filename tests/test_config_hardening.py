@@ -88,19 +88,26 @@ def test_the_neural_stage_needs_an_information_state_tensor():
     assert "neural.game_strings.ttt" in message and "information-state tensor" in message
 
 
-def test_every_step_turns_a_game_error_into_one_line_naming_the_key(tmp_path):
+@pytest.mark.parametrize("section, step, extra", [
+    ("neural", "neural-game", ["--out", "k.npz"]),
+    ("tabular", "compile-game", ["--out", "k.npz"]),
+    ("tabular", "tabular-reference", ["--solver", "cfr_rm", "--out", "k.parquet"]),
+])
+def test_every_step_turns_a_game_error_into_one_line_naming_the_key(tmp_path, section, step,
+                                                                    extra):
+    """A snapshot edited by hand past validation: the step that meets the game says what is
+    wrong in one line naming the key, without a traceback."""
     config = _default()
     validate(config, SCHEMAS)
-    cfg = snapshot(config, "neural")
+    cfg = snapshot(config, section)
     cfg["game_strings"]["kuhn"] = "kuhn_poker(players=3)"
-    path = tmp_path / "neural.json"
+    path = tmp_path / f"{section}.json"
     path.write_text(json.dumps(cfg))
-    run = subprocess.run([sys.executable, "-m", "neurd.cli", "neural-game", "--config",
-                          str(path), "--game", "kuhn", "--out", str(tmp_path / "k.npz")],
-                         capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "neurd.cli", step, "--config", str(path),
+                          "--game", "kuhn", *extra], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 2, run.stderr[-2000:]
     errors = [line for line in run.stderr.splitlines() if " ERROR " in line]
-    assert len(errors) == 1 and "neural.game_strings.kuhn" in errors[0], run.stderr[-2000:]
+    assert len(errors) == 1 and f"{section}.game_strings.kuhn" in errors[0], run.stderr[-2000:]
     assert "Traceback" not in run.stderr
 
 

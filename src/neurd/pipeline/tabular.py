@@ -166,7 +166,10 @@ def reference(cfg: Mapping, game: str, solver: str) -> pd.DataFrame:
         raise ConfigError(f"solver {solver!r} is not in config tabular.reference_solvers "
                           f"{cfg['reference_solvers']}")
     points = checkpoints(cfg, up_to=reference_iterations(cfg))
-    values = solver_nash_conv(_game_string(cfg, game), solver, points)
+    try:
+        values = solver_nash_conv(_game_string(cfg, game), solver, points)
+    except games.GameError as error:
+        raise games.GameError(f"config key 'tabular.game_strings.{game}': {error}") from None
     return pd.DataFrame({"game": game, "algorithm": solver, "step_size": np.nan,
                          "iteration": points, "nash_conv": values})[list(NASHCONV_COLUMNS)]
 
