@@ -184,5 +184,6 @@ rule readings_grid:
 
 rule readings:
     """The readings study's target (make readings)."""
+    localrule: True
     input:
         rules.readings_grid.output,
