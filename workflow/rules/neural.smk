@@ -1,9 +1,14 @@
 # Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
-from neurd.pipeline.neural import job_runtime_minutes, jobs, main_critic
+from neurd.pipeline.neural import export_settings, job_runtime_minutes, jobs, main_critic
 
 NEURAL = config["neural"]
+# How often a job saves its state changes no number, so it is not a parameter (a change
+# would rerun every job): jobs read it from the environment (neurd neural-run
+# --checkpoint-minutes defaults to $NEURD_CHECKPOINT_MINUTES); every Snakemake process,
+# a cluster job's included, sets it here when it reads the Snakefile.
+export_settings(NEURAL)
 NEURAL_JOBS = jobs(NEURAL)
 NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
 
@@ -60,8 +65,7 @@ rule neural_run:
         "neurd neural-run --config {input.cfg} --game {wildcards.game}"
         " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
         " --curves {output.curves} --policies {output.policies}"
-        " --checkpoint {params.checkpoint}"
-        " --checkpoint-minutes {config[neural][checkpoint_minutes]} > {log} 2>&1"
+        " --checkpoint {params.checkpoint} > {log} 2>&1"
 
 
 rule neural_table:

@@ -2,7 +2,7 @@
 # config readings is a neural section of its own, run by the Fig 6 steps into
 # results/readings/<reading>/, then one grid of Fig 6's claims under every reading.
 from neurd.pipeline import neural as neural_stage
-from neurd.pipeline.readings import variant_sections
+from neurd.pipeline.readings import select_jobs, variant_sections
 
 READINGS = {
     name: {"seed": config["seed"], **section} for name, section in variant_sections(config).items()
@@ -10,14 +10,6 @@ READINGS = {
 READING_NAMES = list(READINGS)
 READING_PATTERN = "|".join(READING_NAMES)
 READING_JOBS = {name: neural_stage.jobs(cfg) for name, cfg in READINGS.items()}
-
-
-def reading_jobs(reading, game=None, critic=None):
-    return [
-        (g, c, k)
-        for g, c, k in READING_JOBS[reading]
-        if (game is None or g == game) and (critic is None or c == critic)
-    ]
 
 
 rule readings_snapshot:
@@ -71,8 +63,7 @@ rule readings_run:
         "neurd neural-run --config {input.cfg} --game {wildcards.game}"
         " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
         " --curves {output.curves} --policies {output.policies}"
-        " --checkpoint {params.checkpoint}"
-        " --checkpoint-minutes {config[neural][checkpoint_minutes]} > {log} 2>&1"
+        " --checkpoint {params.checkpoint} > {log} 2>&1"
 
 
 rule readings_table:
@@ -82,12 +73,12 @@ rule readings_table:
         game=res("neural/{game}/game.npz"),
         curves=lambda wildcards: [
             res(f"readings/{wildcards.reading}/neural/{g}/jobs/{c}_{k}_curves.parquet")
-            for g, c, k in reading_jobs(wildcards.reading, wildcards.game)
+            for g, c, k in select_jobs(READING_JOBS[wildcards.reading], wildcards.game)
         ],
         policies=lambda wildcards: [
             res(f"readings/{wildcards.reading}/neural/{g}/jobs/{c}_{k}_policies.parquet")
-            for g, c, k in reading_jobs(
-                wildcards.reading,
+            for g, c, k in select_jobs(
+                READING_JOBS[wildcards.reading],
                 wildcards.game,
                 neural_stage.main_critic(READINGS[wildcards.reading]),
             )
@@ -175,7 +166,7 @@ rule readings_grid:
     conda:
         CONDA_ENV
     params:
-        readings=" ".join(f"--reading {r}={res('readings/' + r)}" for r in READING_NAMES),
+        readings=" ".join(f"--reading {r}={res(f'readings/{r}')}" for r in READING_NAMES),
     shell:
         "neurd readings-grid --config {input.cfg} {params.readings} --grid {output.grid}"
         " --collapse {output.collapse} --png {output.png} --pdf {output.pdf} --md {output.md}"
@@ -184,6 +175,6 @@ rule readings_grid:
 
 rule readings:
     """The readings study's target (make readings)."""
-    localrule: True
     input:
         rules.readings_grid.output,
+    localrule: True

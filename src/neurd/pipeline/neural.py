@@ -198,6 +198,16 @@ def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
     return [tuple(range(start, min(start + size, seeds))) for start in range(0, seeds, size)]
 
 
+CHECKPOINT_MINUTES_VARIABLE = "NEURD_CHECKPOINT_MINUTES"
+
+
+def export_settings(cfg: Mapping) -> None:
+    """Put ``checkpoint_minutes`` where ``neurd neural-run`` reads its default: the
+    environment of the Snakemake process (and so of its jobs).  It changes no number, so it
+    is not a rule parameter, whose change would rerun every job."""
+    os.environ[CHECKPOINT_MINUTES_VARIABLE] = repr(float(cfg["checkpoint_minutes"]))
+
+
 def main_critic(cfg: Mapping) -> str:
     """The critic of the runs Fig 6 draws (``neural.critic``; learned before the key existed)."""
     return cfg.get("critic", LEARNED)
@@ -454,9 +464,12 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--checkpoint", default=None,
                    help="folder where the job state is saved and resumed from (files of at "
                         "most 16 MiB; removed at the end)")
-    p.add_argument("--checkpoint-minutes", type=float, default=5.0,
-                   help="wall time between saves of the state to --checkpoint (config "
-                        "neural.checkpoint_minutes; not in the snapshot: it changes no number)")
+    p.add_argument("--checkpoint-minutes", type=float,
+                   default=float(os.environ.get(CHECKPOINT_MINUTES_VARIABLE, "5")),
+                   help="wall time between saves of the state to --checkpoint (default: "
+                        "$NEURD_CHECKPOINT_MINUTES, which the workflow sets from config "
+                        "neural.checkpoint_minutes, else 5; not in the snapshot: it changes "
+                        "no number)")
     p.add_argument("--stop-after-minutes", type=float, default=None,
                    help="wall-time budget: before the next segment would overrun it, save the "
                         f"state to --checkpoint and exit with status {EXIT_STOPPED}; run the "

@@ -67,6 +67,12 @@ def variant_sections(config: Mapping) -> dict[str, dict]:
     return sections
 
 
+def select_jobs(jobs, game: str | None = None, critic: str | None = None) -> list:
+    """The (game, critic, chunk) jobs of a reading, of one game and critic where given."""
+    return [(g, c, k) for g, c, k in jobs
+            if (game is None or g == game) and (critic is None or c == critic)]
+
+
 def _merged(base: dict, top: Mapping) -> dict:
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
