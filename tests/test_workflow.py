@@ -216,7 +216,8 @@ def test_settings_that_change_no_number_rerun_no_job(smoke_run, tmp_path):
 def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, tmp_path):
     """`snakemake readings` at a tiny study (Kuhn, 2 seeds, 3 x 40 iterations): a grid of
     Fig 6's claims under the default and two readings, every cell with a verdict and a
-    finite number, its heat map, and the collapse table; nothing of `rule all` reruns."""
+    finite number, the same for the readings Figs 1, 2 and 5 compute, the heat map, and the
+    collapse table; nothing of `rule all` reruns."""
     workdir = tmp_path / "copy"
     shutil.copytree(smoke_run, workdir, symlinks=True)
     (workdir / "tiny.yaml").write_text(
@@ -242,6 +243,9 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
     assert all(r in text for r in readings) and "n/a" not in text
     png = (workdir / SMOKE / "readings/grid.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    other = pd.read_parquet(workdir / SMOKE / "readings/other_figures.parquet")
+    assert set(other.figure) == {"fig1", "fig2", "fig5"} and len(other) == 6
+    assert set(other.role) == {"default", "alternative"} and np.isfinite(other.value).all()
     collapse = pd.read_parquet(workdir / SMOKE / "readings/collapse.parquet")
     assert set(collapse.reading) == set(readings)
     assert collapse.policy_entropy.between(0, np.log(2) + 1e-9).all()

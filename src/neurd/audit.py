@@ -31,9 +31,10 @@ VERDICTS = ("pass", "fail", "differs", "tie")
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim; ``value``: its headline number (e.g. the mean paired difference NeuRD - SPG),
-    for the readings study's grid (not a column of the audit files, whose ``measured`` text
-    carries it)."""
+    """One claim; ``value``: its headline number (e.g. the mean paired difference NeuRD - SPG)
+    and ``reading``: the reading it is measured under, where the figure measures it under
+    several; both for the readings study's grid (not columns of the audit files, whose
+    ``claim`` and ``measured`` texts carry them)."""
 
     figure: str
     claim: str
@@ -42,6 +43,7 @@ class Claim:
     criterion: str
     verdict: str
     value: float = math.nan
+    reading: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:

@@ -154,8 +154,19 @@ rule readings_grid:
             name=["nashconv", "diagnostics", "summary", "nashconv_ci"],
         ),
         snapshots=expand(res("readings/{reading}/config/neural.json"), reading=READING_NAMES),
+        matrix_cfg=res("config/matrix.json"),
+        rps_cfg=res("config/rps.json"),
+        sweep=res("matrix/regret_sweep.parquet"),
+        tuned=res("matrix/regret_vs_horizon.parquet"),
+        rewards=res("matrix/reward_readings.parquet"),
+        trajectories=res("matrix/trajectories.parquet"),
+        rps_ci=res("rps/nashconv_nonstationary_ci.parquet"),
+        rps_readings=res("rps/nonstationary_readings.parquet"),
+        rps_nash=res("rps/nash_sets.parquet"),
+        rps_nashconv=res("rps/nashconv_nonstationary.parquet"),
     output:
         grid=res("readings/grid.parquet"),
+        other=res("readings/other_figures.parquet"),
         collapse=res("readings/collapse.parquet"),
         png=report(res("readings/grid.png"), caption="../report/readings.rst", category="Readings"),
         pdf=res("readings/grid.pdf"),
@@ -168,7 +179,13 @@ rule readings_grid:
     params:
         readings=" ".join(f"--reading {r}={res(f'readings/{r}')}" for r in READING_NAMES),
     shell:
-        "neurd readings-grid --config {input.cfg} {params.readings} --grid {output.grid}"
+        "neurd readings-grid --config {input.cfg} {params.readings}"
+        " --matrix-config {input.matrix_cfg} --rps-config {input.rps_cfg}"
+        " --input sweep={input.sweep} --input tuned={input.tuned}"
+        " --input readings={input.rewards} --input trajectories={input.trajectories}"
+        " --input rps_ci={input.rps_ci} --input rps_readings={input.rps_readings}"
+        " --input rps_nash={input.rps_nash} --input rps_nashconv={input.rps_nashconv}"
+        " --grid {output.grid} --other {output.other}"
         " --collapse {output.collapse} --png {output.png} --pdf {output.pdf} --md {output.md}"
         " > {log} 2>&1"
 

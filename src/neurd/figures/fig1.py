@@ -138,7 +138,7 @@ def _hedge_bound_claim(table: pd.DataFrame, reading: str) -> Claim:
         "simply choosing a large step size'",
         f"max over T of regret at the largest step size {fmt(largest.step_size.iloc[0])}: "
         f"{fmt(worst, 6)}; tuned per T: at most {fmt(best_tuned, 6)}",
-        "regret <= 1 at every horizon", verdict(ok, "differs"),
+        "regret <= 1 at every horizon", verdict(ok, "differs"), worst, reading,
     )
 
 

@@ -98,7 +98,7 @@ def _tuned_step_claim(table: pd.DataFrame, cfg: Mapping, reading: str) -> Claim:
         f"{'' if inside else '; at the edge of the grid'}), regret {fmt(rows.regret.min(), 5)}; "
         f"regret at eta = {fmt(at_stated.step_size, 3)}: {fmt(at_stated.regret, 5)}",
         f"optimum rounds to {stated} at two significant digits",
-        verdict(ok, "differs"),
+        verdict(ok, "differs"), optimum, reading,
     )
 
 

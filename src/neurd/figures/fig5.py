@@ -212,14 +212,16 @@ def _trend_rows(ci: pd.DataFrame, nashconv: pd.DataFrame, bounds, cfg: Mapping) 
 
 def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim:
     other = readings[readings.restart_average != restart]
-    parts, ok = [], True
+    parts, ok, held = [], True, 0
     for phase, _, first, last in bounds:
         c = {a: other[(other.algorithm == a) & (other.phase == phase)].sort_values("iteration")
              for a in ALGORITHMS}
         slope = second_half_slope(c[NEURD], first, last, "mean_nash_conv")
         end = {a: float(c[a].mean_nash_conv.iloc[-1]) for a in ALGORITHMS}
         start = float(c[NEURD].mean_nash_conv.iloc[0])
-        ok &= end[NEURD] < start and slope <= FALLING_SLOPE and end[NEURD] < end[SPG]
+        this = end[NEURD] < start and slope <= FALLING_SLOPE and end[NEURD] < end[SPG]
+        ok &= this
+        held += this
         parts.append(f"phase {phase}: NeuRD {fmt(start)} -> {fmt(end[NEURD])} (slope "
                      f"{fmt(slope)}), SPG ends {fmt(end[SPG])}")
     return Claim(
@@ -227,7 +229,7 @@ def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim
         "the paper does not say whether the time average restarts at a phase switch",
         "; ".join(parts),
         f"in every phase NeuRD's mean falls (slope <= {FALLING_SLOPE}) and ends below SPG's",
-        verdict(bool(ok)))
+        verdict(bool(ok)), float(held), _reading_name(not restart))
 
 
 def claims(ci, readings, nash, cfg, nashconv) -> list[Claim]:

@@ -43,6 +43,19 @@ GRID_COLUMNS = {
              "entropy lies inside the grid (grid)",
     "measured": "the audit's measured text",
 }
+OTHER_COLUMNS = {
+    "figure": "fig1, fig2 or fig5",
+    "claim": "the claim, without the reading it is measured under",
+    "role": "'default': the pipeline's reading; 'alternative': the other one the figure "
+            "computes (Figs 1-2: the text's rewards +1/-1; Fig 5: the time average not "
+            "restarted at a phase switch)",
+    "reading": "the reading, in words",
+    "verdict": "the audit's verdict under this reading",
+    "value": "the claim's headline number: Hedge's worst regret at the largest step size "
+             "(fig1), SPG's tuned step size at T = 100 (fig2), the phases in which NeuRD's "
+             "mean falls and ends below SPG's (fig5)",
+    "measured": "the audit's measured text",
+}
 COLLAPSE_COLUMNS = {
     "reading": GRID_COLUMNS["reading"],
     "game": "short name of the game",
@@ -138,55 +151,118 @@ def collapse_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
     return pd.concat(frames, ignore_index=True)[list(COLLAPSE_COLUMNS)]
 
 
+def other_figures_table(matrix: Mapping[str, pd.DataFrame], matrix_cfg: Mapping,
+                        rps: Mapping[str, pd.DataFrame], rps_cfg: Mapping) -> pd.DataFrame:
+    """The readings Figs 1, 2 and 5 already compute, as claims under each: the rewards
+    (Figs 1-2) and the restarted time average (Fig 5), measured by the audit's own code."""
+    from neurd.figures import fig1, fig2, fig5
+    from neurd.precision import float64
+
+    with float64():
+        found = [*fig1.claims(matrix["sweep"], matrix["tuned"], matrix["readings"], matrix_cfg),
+                 *fig2.claims(matrix["trajectories"], matrix["sweep"], matrix["readings"],
+                              matrix_cfg)]
+        fives = fig5.claims(rps["ci"], rps["readings"], rps["nash"], rps_cfg, rps["nashconv"])
+    rows = []
+    for claim in found:
+        if claim.reading:
+            role = "default" if claim.reading.startswith("default") else "alternative"
+            rows.append({"figure": claim.figure,
+                         "claim": claim.claim.replace(f" ({claim.reading})", ""),
+                         "role": role, "reading": claim.reading, "verdict": claim.verdict,
+                         "value": float(claim.value), "measured": claim.measured})
+    other = next(c for c in fives if c.reading)
+    phases = [c for c in fives if c.claim.startswith("phase ")
+              and ("decreases" in c.claim or "ends the phase below" in c.claim)]
+    held = sum(all(c.verdict == "pass" for c in phases if c.claim.startswith(f"phase {p} "))
+               for p in sorted({c.claim.split()[1] for c in phases}))
+    restart = bool(rps_cfg["nonstationary"]["restart_average"])
+    label = "in every phase NeuRD's NashConv falls and ends below SPG's"
+    rows.append({"figure": "fig5", "claim": label, "role": "default",
+                 "reading": fig5._reading_name(restart),
+                 "verdict": "pass" if all(c.verdict == "pass" for c in phases) else "fail",
+                 "value": float(held), "measured": "; ".join(
+                     f"{c.claim}: {c.verdict}" for c in phases)})
+    rows.append({"figure": "fig5", "claim": label, "role": "alternative",
+                 "reading": other.reading, "verdict": other.verdict,
+                 "value": float(other.value), "measured": other.measured})
+    return pd.DataFrame(rows, columns=list(OTHER_COLUMNS))
+
+
 VERDICT_CODES = {"fail": 0, "tie": 1, "differs": 2, "pass": 3}
 
 
-def draw(grid: pd.DataFrame, collapse: pd.DataFrame, readings: list[str]):
-    """The heat map of verdicts (cells annotated with their number), and the collapse panel:
-    NeuRD's policy entropy at the lowest entropy level in each game, per reading."""
-    import matplotlib.pyplot as plt
+COLOURS = ("#f4b6ae", "#d5d8dc", "#fde7a6", "#a8dcb4")  # fail, tie, differs, pass
+
+
+def _heat(ax, cells: pd.DataFrame, rows: list[str], columns: list[str], column: str,
+          labels: list[str]) -> None:
+    """A verdict heat map: one cell per (row claim, column), its verdict and number."""
     from matplotlib.colors import ListedColormap
+
+    index = cells.set_index(["claim", column])
+    codes = [[VERDICT_CODES.get(index.verdict.get((r, c)), float("nan")) for c in columns]
+             for r in rows]
+    ax.imshow(codes, cmap=ListedColormap(COLOURS), vmin=-0.5, vmax=3.5, aspect="auto")
+    ax.grid(False)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(columns):
+            verdict = index.verdict.get((r, c))
+            text = "n/a" if verdict is None else f"{verdict}\n{index.value.get((r, c)):.3g}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(columns)), labels, rotation=20, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+
+
+def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readings: list[str]):
+    """Top: Fig 6's claims under each reading (verdict and headline number per cell);
+    middle: the readings Figs 1, 2 and 5 compute; bottom: NeuRD's policy entropy at the
+    lowest entropy level in each game, per reading (a collapse falls to 0)."""
+    import matplotlib.pyplot as plt
 
     from neurd.figures import style
 
     style.setup()
     claims = list(dict.fromkeys(grid.claim))
-    codes = grid.pivot(index="claim", columns="reading", values="verdict").loc[
-        claims, readings].replace(VERDICT_CODES).astype(float)
-    values = grid.pivot(index="claim", columns="reading", values="value").loc[claims, readings]
+    others = list(dict.fromkeys(other.claim))
     games = list(dict.fromkeys(collapse.game))
-    fig = plt.figure(figsize=(2.0 + 1.15 * len(readings), 0.42 * len(claims) + 4.8))
-    grid_ax = fig.add_axes((0.34, 0.36, 0.64, 0.6))
-    colours = ListedColormap(["#f4b6ae", "#d5d8dc", "#fde7a6", "#a8dcb4"])
-    grid_ax.imshow(codes.to_numpy(), cmap=colours, vmin=-0.5, vmax=3.5, aspect="auto")
-    grid_ax.grid(False)
-    for i in range(len(claims)):
-        for j in range(len(readings)):
-            verdict = grid.set_index(["claim", "reading"]).verdict.get((claims[i], readings[j]))
-            number = values.iloc[i, j]
-            text = "n/a" if verdict is None else f"{verdict}\n{number:.3g}"
-            grid_ax.text(j, i, text, ha="center", va="center", fontsize=7)
-    grid_ax.set_xticks(range(len(readings)), [r.replace("_", " ") for r in readings],
-                       rotation=30, ha="right", fontsize=8)
-    grid_ax.set_yticks(range(len(claims)), claims, fontsize=8)
-    grid_ax.set_title("Fig 6's claims under each reading (verdict, headline number)",
-                      fontsize=10)
+    heights = (0.42 * len(claims) + 1.0, 0.42 * max(len(others), 1) + 1.0, 2.4)
+    total = sum(heights) + 0.6
+    fig = plt.figure(figsize=(2.0 + 1.15 * max(len(readings), 4), total))
+    top = 1 - 0.3 / total
+    bands = []
+    for h in heights:
+        bands.append((top - h / total, h / total))
+        top -= h / total
+    ax = fig.add_axes((0.34, bands[0][0] + 0.9 / total, 0.64, bands[0][1] - 1.2 / total))
+    _heat(ax, grid, claims, readings, "reading", [r.replace("_", " ") for r in readings])
+    ax.set_title("Fig 6's claims under each reading (verdict, headline number)", fontsize=10)
+    if others:
+        ax = fig.add_axes((0.34, bands[1][0] + 0.9 / total, 0.64 * 2 / max(len(readings), 4),
+                           bands[1][1] - 1.2 / total))
+        _heat(ax, other.assign(claim=other.figure + ": " + other.claim),
+              [f"{f}: {c}" for f, c in dict.fromkeys(zip(other.figure, other.claim))],
+              ["default", "alternative"], "role", ["default", "alternative"])
+        ax.set_title("Figs 1, 2, 5 under the readings they compute (default: rewards 1/0, "
+                     "time average restarted each phase;\nalternative: the text's +1/-1, the "
+                     "average over all iterations)", fontsize=8, loc="left")
     for k, game in enumerate(games):
-        ax = fig.add_axes((0.07 + k * 0.32, 0.05, 0.26, 0.2))
+        ax = fig.add_axes((0.07 + k * 0.32, bands[2][0] + 0.7 / total, 0.26,
+                           bands[2][1] - 1.0 / total))
         rows = collapse[(collapse.game == game) & (collapse.algorithm == "neurd")]
         lowest = rows.entropy.min()
         for reading in readings:
             run = rows[(rows.reading == reading) & (rows.entropy == lowest)].sort_values(
                 ["iteration", "phase"])
             ax.plot(run.iteration, run.policy_entropy, label=reading.replace("_", " "),
-                    lw=1.2 if reading == DEFAULT_READING else 0.8)
+                    lw=1.4 if reading == DEFAULT_READING else 0.8)
         ax.set_title(f"{game}: NeuRD's policy entropy, eta = {lowest:g}", fontsize=9)
         ax.set_xlabel("learning iterations", fontsize=8)
         ax.tick_params(labelsize=7)
         if k == 0:
             ax.set_ylabel("entropy (nats)", fontsize=8)
         if k == len(games) - 1:
-            ax.legend(fontsize=6, loc="upper right")
+            ax.legend(fontsize=6, loc="best")
     return fig
 
 
@@ -212,15 +288,24 @@ def _grid_step(args, cfg) -> None:
         raise ConfigError(f"readings {unknown} are not in config readings.variants")
     grid = grid_table(tables, snapshots, changes)
     collapse = collapse_table(tables, snapshots)
+    inputs = dict(item.partition("=")[::2] for item in args.input)
+    matrix = {name: read_table(inputs[name]) for name in
+              ("sweep", "tuned", "readings", "trajectories")}
+    rps = {name: read_table(inputs[f"rps_{name}"]) for name in
+           ("ci", "readings", "nash", "nashconv")}
+    other = other_figures_table(matrix, load_snapshot(args.matrix_config), rps,
+                                load_snapshot(args.rps_config))
     write_table(grid, args.grid, columns=GRID_COLUMNS, config=cfg)
+    write_table(other, args.other, columns=OTHER_COLUMNS, config=cfg)
     write_table(collapse, args.collapse, columns=COLLAPSE_COLUMNS, config=cfg)
-    style.save(draw(grid, collapse, readings), args.png, args.pdf)
-    _write_markdown(grid, readings, args.md)
+    style.save(draw(grid, other, collapse, readings), args.png, args.pdf)
+    _write_markdown(grid, other, readings, args.md)
     counts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
     log.info("readings grid:\n%s", counts)
 
 
-def _write_markdown(grid: pd.DataFrame, readings: list[str], path) -> None:
+def _write_markdown(grid: pd.DataFrame, other: pd.DataFrame, readings: list[str], path
+                    ) -> None:
     from neurd.tables import write_text
 
     lines = ["# Fig 6's claims under each reading", "",
@@ -241,7 +326,15 @@ def _write_markdown(grid: pd.DataFrame, readings: list[str], path) -> None:
     verdicts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
     lines += ["", "Totals per reading: " + "; ".join(
         f"{r}: " + ", ".join(f"{v} {int(verdicts.loc[r].get(v, 0))}"
-                             for v in ("pass", "tie", "fail")) for r in readings), ""]
+                             for v in ("pass", "tie", "fail")) for r in readings), "",
+              "## The readings Figs 1, 2 and 5 compute", "",
+              "| figure | claim | default reading | alternative reading |",
+              "| --- | --- | --- | --- |"]
+    for (figure, claim), rows in other.groupby(["figure", "claim"], sort=False):
+        cell = {r.role: f"{r.verdict} ({r.value:.3g}; {r.reading})" for r in rows.itertuples()}
+        lines.append(f"| {figure} | {claim} | {cell.get('default', 'n/a')} | "
+                     f"{cell.get('alternative', 'n/a')} |")
+    lines.append("")
     write_text(path, "\n".join(lines))
 
 
@@ -252,7 +345,13 @@ def register(stage: Stage, sub) -> None:
                        _grid_step)
     p.add_argument("--reading", action="append", required=True, metavar="NAME=FOLDER",
                    help="a reading and its results folder (repeat; 'default' first)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                   help="the Figs 1-2 tables (sweep, tuned, readings, trajectories) and "
+                        "Fig 5's (rps_ci, rps_readings, rps_nash, rps_nashconv)")
+    p.add_argument("--matrix-config", required=True, help="matrix config snapshot")
+    p.add_argument("--rps-config", required=True, help="rps config snapshot")
     p.add_argument("--grid", required=True, help="output: grid.parquet")
+    p.add_argument("--other", required=True, help="output: other_figures.parquet")
     p.add_argument("--collapse", required=True, help="output: collapse.parquet")
     p.add_argument("--png", required=True)
     p.add_argument("--pdf", required=True)
