@@ -77,10 +77,12 @@ def test_the_exact_evaluation_indexes_nothing_out_of_range(compiled, name):
     with float64():
         measure = checkify.checkify(experiment._measure.__wrapped__,
                                     errors=checkify.index_checks)
-        error, (value, rmse) = jax.jit(measure)(form, tree, tables, np.zeros_like(tables),
-                                                jnp.asarray([0.0, 0.3]), -1.0)
+        error, (value, rmse, entropy, at) = jax.jit(measure)(
+            form, tree, tables, np.zeros_like(tables), jnp.asarray([0.0, 0.3]), -1.0)
         error.throw()
         assert np.all(np.isfinite(np.asarray(value))) and np.all(np.isfinite(np.asarray(rmse)))
+        assert np.all((np.asarray(entropy) > 0) & (np.asarray(entropy) <= np.log(3) + 1e-12))
+        assert np.all((np.asarray(at) >= 0) & (np.asarray(at) <= 1))
         assert int(jnp.max(tree.action)) < game.num_actions
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from neurd.config import ConfigError, require
+from neurd.names import NEURD
 from neurd.pipeline._stage import Stage
 from neurd.tables import read_table, write_table
 
@@ -249,7 +250,7 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
     for k, game in enumerate(games):
         ax = fig.add_axes((0.07 + k * 0.32, bands[2][0] + 0.7 / total, 0.26,
                            bands[2][1] - 1.0 / total))
-        rows = collapse[(collapse.game == game) & (collapse.algorithm == "neurd")]
+        rows = collapse[(collapse.game == game) & (collapse.algorithm == NEURD)]
         lowest = rows.entropy.min()
         for reading in readings:
             run = rows[(rows.reading == reading) & (rows.entropy == lowest)].sort_values(
