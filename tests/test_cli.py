@@ -75,7 +75,7 @@ def test_a_corrupt_input_stops_the_step_with_its_name(tmp_path):
 
 def test_sigterm_stops_a_step_cleanly(tmp_path):
     import signal
-    import time
+    import threading
 
     snapshot = tmp_path / "matrix.json"
     cfg = _snapshot("matrix")
@@ -87,10 +87,24 @@ def test_sigterm_stops_a_step_cleanly(tmp_path):
                                 "--tuned", str(tmp_path / "t.parquet"),
                                 "--readings", str(tmp_path / "r.parquet")],
                                stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # in the first of four sweeps up to 10^6 rounds
+    # Stop it while it computes: once the first of four sweeps up to 10^6 rounds has been
+    # logged (not at a fixed time, which on a loaded machine can fall inside JAX's start).
+    lines, computing = [], threading.Event()
+
+    def read():
+        for line in process.stderr:
+            lines.append(line)
+            if "regret sweep" in line:
+                computing.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert computing.wait(timeout=300), "".join(lines)[-2000:]
     assert process.poll() is None, "the step ended before it could be stopped"
     process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=60)
+    process.wait(timeout=60)
+    reader.join(timeout=60)
+    stderr = "".join(lines)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]
 
