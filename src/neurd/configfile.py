@@ -29,9 +29,8 @@ where there is one):
   ``__use_yte__`` is dropped, as ``yte`` drops it, and the file read as is.
 
 Malformed JSON falls through to YAML, as in Snakemake; malformed YAML is
-reported with its line, column and problem (the logic of ``_yaml_problem``
-in :mod:`neurd.stages`, which needed a second parse because yte's errors lose
-the position).  A JSON file is never templated by Snakemake, so
+reported with its line, column and problem (PyYAML keeps the position; yte's
+errors lose it).  A JSON file is never templated by Snakemake, so
 ``__use_yte__`` there is only an unknown top-level key, left to the schema
 check.  JSON duplicates are found by an object parser of its own rather than
 an ``object_pairs_hook``, which sees a key but not its line; it runs on the
