@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakemake.utils import update_config
 
 from neurd.config import ConfigError
 from neurd.stages import snapshot, validate
@@ -30,15 +31,7 @@ def _default() -> dict:
 def _refusal(changes: dict) -> str:
     """The message validating the default config with ``changes`` merged in gives."""
     config = _default()
-
-    def merge(base, top):
-        for key, value in top.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                merge(base[key], value)
-            else:
-                base[key] = value
-
-    merge(config, copy.deepcopy(changes))
+    update_config(config, copy.deepcopy(changes))
     with pytest.raises(ConfigError) as info:
         validate(config, SCHEMAS, ["mine.yaml"])
     message = str(info.value)

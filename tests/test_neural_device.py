@@ -361,3 +361,15 @@ def test_the_gpu_check_passes_on_this_gpu(tmp_path, compiled):
                            "--deadline", "300", "--configs", "24", "--no-throughput"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+
+
+def test_checkpoint_minutes_must_be_a_number_of_minutes(tmp_path, compiled):
+    """--checkpoint-minutes (default $NEURD_CHECKPOINT_MINUTES): NaN, infinities and negative
+    values are refused before the job starts; 0 (save at every checkpoint) is a cadence."""
+    cfg = _config(tmp_path)
+    game_file = tmp_path / "kuhn.npz"
+    games.save(compiled["kuhn"], game_file)
+    for bad in ("nan", "-1", "inf", "-inf"):
+        done = _job(cfg, game_file, tmp_path / "x", tmp_path / "ck", "--checkpoint-minutes", bad)
+        assert done.returncode != 0 and "--checkpoint-minutes" in done.stderr, bad
+        assert not (tmp_path / "x" / "curves.parquet").exists()

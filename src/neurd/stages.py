@@ -18,6 +18,7 @@ and the provenance all iterate over :data:`STAGES`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import os
@@ -183,7 +184,9 @@ def inspect(config: Mapping) -> None:
             stage.inspect(config[section], config["limits"])
 
 
+@functools.cache
 def _read_schema(path: str) -> dict:
+    """A schema file, read once per process (only read, never changed, by its callers)."""
     import yaml
 
     with open(path, encoding="utf-8") as handle:

@@ -73,11 +73,15 @@ COLLAPSE_COLUMNS = {
 def variant_sections(config: Mapping) -> dict[str, dict]:
     """Every reading's ``neural`` section (defaults not yet filled): the config's ``neural``
     section, the study's scale over it, then the reading's changes (mappings merged)."""
+    from snakemake.utils import update_config  # how Snakemake merges config files
+
     study = config.get("readings") or {}
-    base = _merged(copy.deepcopy(dict(config.get("neural") or {})), study.get("neural") or {})
+    base = copy.deepcopy(dict(config.get("neural") or {}))
+    update_config(base, copy.deepcopy(study.get("neural") or {}))
     sections = {DEFAULT_READING: base}
     for name, changes in (study.get("variants") or {}).items():
-        sections[name] = _merged(copy.deepcopy(base), changes)
+        sections[name] = copy.deepcopy(base)
+        update_config(sections[name], copy.deepcopy(changes))
     return sections
 
 
@@ -85,15 +89,6 @@ def select_jobs(jobs, game: str | None = None, critic: str | None = None) -> lis
     """The (game, critic, chunk) jobs of a reading, of one game and critic where given."""
     return [(g, c, k) for g, c, k in jobs
             if (game is None or g == game) and (critic is None or c == critic)]
-
-
-def _merged(base: dict, top: Mapping) -> dict:
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
-            base[key] = _merged(dict(base[key]), value)
-        else:
-            base[key] = copy.deepcopy(value)
-    return base
 
 
 def check(cfg: Mapping) -> None:
@@ -276,6 +271,9 @@ def _grid_step(args, cfg) -> None:
 
     readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
     folders = dict(item.partition("=")[::2] for item in args.reading)
+    unknown = sorted(set(readings) - {DEFAULT_READING, *cfg["variants"]})
+    if unknown:
+        raise ConfigError(f"readings {unknown} are not in config readings.variants")
     tables, snapshots, changes = {}, {}, {}
     base = load_snapshot(f"{folders[DEFAULT_READING]}/config/neural.json")
     for reading, folder in folders.items():
@@ -284,9 +282,6 @@ def _grid_step(args, cfg) -> None:
                            for name in ("nashconv", "diagnostics", "summary")}
         tables[reading]["ci"] = read_table(f"{folder}/neural/nashconv_ci.parquet")
         changes[reading] = {k: v for k, v in snapshots[reading].items() if base.get(k) != v}
-    unknown = sorted(set(readings) - {DEFAULT_READING, *cfg["variants"]})
-    if unknown:
-        raise ConfigError(f"readings {unknown} are not in config readings.variants")
     grid = grid_table(tables, snapshots, changes)
     collapse = collapse_table(tables, snapshots)
     inputs = dict(item.partition("=")[::2] for item in args.input)
