@@ -5,6 +5,7 @@ the folder is removed before any compute uses it, and the job runs afresh to the
 uninterrupted run.  A fitting checkpoint is still resumed; another run's is ignored, not
 dropped; nothing in the folder that is not the checkpoint's is deleted."""
 
+import dataclasses
 import json
 import logging
 import os
@@ -297,3 +298,33 @@ def test_the_exact_critic_writes_no_critic_error(stopped):
         check(results)
     assert refused.value.array == "result_critic_rmse"
     check({**results, "critic_rmse": np.full_like(results["critic_rmse"], np.nan)})
+
+
+def test_a_job_logging_logits_resumes_to_the_logits_of_an_uninterrupted_run(kuhn, tmp_path):
+    """The logged centred logits are part of the saved state: a job stopped and resumed
+    gives them as a run without a stop does; a checkpoint whose logits are misshapen, or
+    hold values in rows not yet measured, does not fit."""
+    plan = dataclasses.replace(_plan(), logits_seeds=(0,), logits_entropies=(0.1,))
+    whole = experiment.run(kuhn, plan)
+    folder = tmp_path / "checkpoint"
+    with pytest.raises(experiment.Stopped):
+        experiment.run(kuhn, plan, checkpoint_path=folder, stop_after_seconds=0.0)
+    saved = _array(folder, "result_logits")
+    assert saved.shape == whole["logits"].shape and np.isnan(saved[2:]).all()
+    iterations, phases = experiment.checkpoint_grid(8, 2, 1, 1, plan.spec.critic_updates)
+    results = {k[len("result_"):]: _array(folder, k) for k in _meta(folder)["arrays"]
+               if k.startswith("result_")}
+    legal = int(np.asarray(kuhn.infostate_legal).sum())
+
+    def check(logits):
+        experiment._check_resumable(plan, iterations, phases, 4, legal, 2,
+                                    {**results, "logits": logits}, _meta(folder)["pieces"])
+
+    check(saved)
+    for bad in (saved[:, :1], np.where(np.isnan(saved), 1.0, saved)):
+        with pytest.raises(ValueError) as refused:
+            check(bad)
+        assert refused.value.array == "result_logits"
+    resumed = experiment.run(kuhn, plan, checkpoint_path=folder)
+    for key in (*COMPARED, "logits"):
+        np.testing.assert_array_equal(resumed[key], whole[key], err_msg=key)

@@ -158,3 +158,48 @@ def test_algorithm_1s_plain_sum_diverges_at_the_papers_learning_rates():
     with pytest.raises(FloatingPointError, match="neurd"):
         experiment.run(leduc, plan("batch_sum"))
     assert np.isfinite(experiment.run(leduc, plan("player_mean"))["nash_conv"]).all()
+
+
+def test_logged_logits_are_the_centred_log_policy_and_change_no_other_number(kuhn):
+    """``neural.logits_log`` keeps the named runs' centred logits at every checkpoint: at a
+    phase's end they are the centred ``log pi`` of the policies table, their share at the
+    threshold is the diagnostics' ``at_threshold``, and every other result is bitwise what
+    a run logging nothing gives."""
+    from neurd.pipeline.neural import LOGITS_COLUMNS, logits_table
+    from neurd.tabular.histories import PI_FLOOR
+
+    def plan(**logged):
+        return experiment.Plan(game="kuhn", spec=train.Spec(), entropies=(0.0, 0.1),
+                               run_seeds=(0, 1), seed=0, phase_iterations=40, phases=2,
+                               geometric=1, linear=2, seeds_per_batch=2, **logged)
+
+    quiet, logging = plan(), plan(logits_seeds=(1,), logits_entropies=(0.1,))
+    assert quiet.logged == [] and logging.logged == [3, 7]
+    assert [logging.configurations[c] for c in logging.logged] == [(NEURD, 0.1, 1),
+                                                                   (SPG, 0.1, 1)]
+    plain, logged = experiment.run(kuhn, quiet), experiment.run(kuhn, logging)
+    for key in plain:
+        if key not in ("pieces", "logits"):
+            np.testing.assert_array_equal(plain[key], logged[key], err_msg=key)
+    legal = np.asarray(kuhn.infostate_legal)
+    assert plain["logits"].shape == (len(plain["iteration"]), 0, legal.sum())
+    logits = logged["logits"]
+    assert logits.dtype == np.float64 and logits.shape == (len(plain["iteration"]), 2,
+                                                           legal.sum())
+    assert np.isfinite(logits).all()
+    for p in (1, 2):
+        row = int(np.flatnonzero((logged["iteration"] == 40 * p) & (logged["phase"] == p))[0])
+        for k, c in enumerate(logging.logged):
+            log_pi = np.where(legal, np.log(np.maximum(logged["policies"][p - 1, c], PI_FLOOR)),
+                              0.0)
+            centred = log_pi - log_pi.sum(-1, keepdims=True) / legal.sum(-1, keepdims=True)
+            np.testing.assert_allclose(logits[row, k], centred[legal], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.mean(np.abs(logits) >= 2.0, axis=-1),
+                                  logged["at_threshold"][:, logging.logged])
+    table = logits_table("kuhn", "learned", kuhn, logged, logging)
+    assert list(table.columns) == list(LOGITS_COLUMNS)
+    assert len(table) == logits.size and set(table.seed) == {1} and set(table.entropy) == {0.1}
+    first = table[(table.algorithm == SPG) & (table.iteration == 0)]
+    np.testing.assert_array_equal(first.centred_logit, logits[0, 1])
+    empty = logits_table("kuhn", "learned", kuhn, plain, quiet)
+    assert list(empty.columns) == list(LOGITS_COLUMNS) and empty.empty

@@ -1,7 +1,13 @@
 # Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
-from neurd.pipeline.neural import export_settings, job_runtime_minutes, jobs, main_critic
+from neurd.pipeline.neural import (
+    export_settings,
+    job_runtime_minutes,
+    jobs,
+    logs_logits,
+    main_critic,
+)
 
 NEURAL = config["neural"]
 # How often a job saves its state changes no number, so it is not a parameter (a change
@@ -11,6 +17,9 @@ NEURAL = config["neural"]
 export_settings(NEURAL)
 NEURAL_JOBS = jobs(NEURAL)
 NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
+# neural.logits_log (off by default) adds the jobs' logits files; off, the rule is as it was
+# before the key existed (same outputs, same command), so nothing reruns.
+NEURAL_LOGITS = logs_logits(NEURAL)
 
 
 rule neural_game:
@@ -37,11 +46,17 @@ rule neural_game:
 
 rule neural_run:
     """One job: every algorithm and entropy level for a chunk of run seeds; the job's
-    state is checkpointed (params.checkpoint, not an output) and resumed after a kill."""
+    state is checkpointed (params.checkpoint, not an output) and resumed after a kill.
+    With neural.logits_log, also the logged runs' centred logits (output.logits)."""
     input:
         cfg=res("config/neural.json"),
         game=res("neural/{game}/game.npz"),
     output:
+        **(
+            {"logits": res("neural/{game}/jobs/{critic}_{chunk}_logits.parquet")}
+            if NEURAL_LOGITS
+            else {}
+        ),
         curves=res("neural/{game}/jobs/{critic}_{chunk}_curves.parquet"),
         policies=res("neural/{game}/jobs/{critic}_{chunk}_policies.parquet"),
     log:
@@ -62,10 +77,14 @@ rule neural_run:
     params:
         checkpoint=res("neural/{game}/jobs/{critic}_{chunk}_checkpoint"),
     shell:
-        "neurd neural-run --config {input.cfg} --game {wildcards.game}"
-        " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
-        " --curves {output.curves} --policies {output.policies}"
-        " --checkpoint {params.checkpoint} > {log} 2>&1"
+        (
+            "neurd neural-run --config {input.cfg} --game {wildcards.game}"
+            " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
+            " --curves {output.curves} --policies {output.policies}"
+            " --checkpoint {params.checkpoint}"
+        )
+        + (" --logits {output.logits}" if NEURAL_LOGITS else "")
+        + " > {log} 2>&1"
 
 
 rule neural_table:

@@ -33,13 +33,15 @@ rule readings_snapshot:
 
 
 rule readings_run:
-    """One job of one reading (as neural_run)."""
+    """One job of one reading (as neural_run), with its logged runs' centred logits (the
+    study's default logs some; a file with no rows where a reading logs none)."""
     input:
         cfg=res("readings/{reading}/config/neural.json"),
         game=res("neural/{game}/game.npz"),
     output:
         curves=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_curves.parquet"),
         policies=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_policies.parquet"),
+        logits=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_logits.parquet"),
     log:
         res("logs/readings_run_{reading}_{game}_{critic}_{chunk}.log"),
     benchmark:
@@ -62,7 +64,7 @@ rule readings_run:
     shell:
         "neurd neural-run --config {input.cfg} --game {wildcards.game}"
         " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
-        " --curves {output.curves} --policies {output.policies}"
+        " --curves {output.curves} --policies {output.policies} --logits {output.logits}"
         " --checkpoint {params.checkpoint} > {log} 2>&1"
 
 
@@ -145,7 +147,8 @@ rule readings_combine:
 
 
 rule readings_grid:
-    """Fig 6's claims under every reading: the grid, its heat map and the collapse panel."""
+    """Fig 6's claims under every reading: the grid, its heat map and the collapse panels
+    (the logged runs' centred logits, read from the main critic's jobs)."""
     input:
         cfg=res("config/readings.json"),
         tables=expand(
@@ -154,6 +157,13 @@ rule readings_grid:
             name=["nashconv", "diagnostics", "summary", "nashconv_ci"],
         ),
         snapshots=expand(res("readings/{reading}/config/neural.json"), reading=READING_NAMES),
+        logits=[
+            res(f"readings/{r}/neural/{g}/jobs/{c}_{k}_logits.parquet")
+            for r in READING_NAMES
+            for g, c, k in select_jobs(
+                READING_JOBS[r], critic=neural_stage.main_critic(READINGS[r])
+            )
+        ],
         matrix_cfg=res("config/matrix.json"),
         rps_cfg=res("config/rps.json"),
         sweep=res("matrix/regret_sweep.parquet"),
@@ -168,6 +178,7 @@ rule readings_grid:
         grid=res("readings/grid.parquet"),
         other=res("readings/other_figures.parquet"),
         collapse=res("readings/collapse.parquet"),
+        logits=res("readings/logits.parquet"),
         png=report(res("readings/grid.png"), caption="../report/readings.rst", category="Readings"),
         pdf=res("readings/grid.pdf"),
         md=res("readings/grid.md"),
@@ -186,7 +197,8 @@ rule readings_grid:
         " --input rps_ci={input.rps_ci} --input rps_readings={input.rps_readings}"
         " --input rps_nash={input.rps_nash} --input rps_nashconv={input.rps_nashconv}"
         " --grid {output.grid} --other {output.other}"
-        " --collapse {output.collapse} --png {output.png} --pdf {output.pdf} --md {output.md}"
+        " --collapse {output.collapse} --logits {output.logits}"
+        " --png {output.png} --pdf {output.pdf} --md {output.md}"
         " > {log} 2>&1"
 
 

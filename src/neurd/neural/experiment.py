@@ -9,7 +9,11 @@ engine, and the reach-weighted RMS error of its critic against the exact
 regularised continuation values of that policy.  It logs progress between
 segments, keeps the policy of every configuration at the end of each phase,
 and can checkpoint its whole state to a ``.npz`` (no pickles) so that a killed
-job resumes where it stopped and writes identical tables.
+job resumes where it stopped and writes identical tables.  For the configurations
+a plan names (:attr:`Plan.logged`: some run seeds at some entropy levels, none by
+default) it also keeps the policy's centred logits at every checkpoint, per
+information state and legal action, to show what a collapse to a deterministic
+policy is made of; naming none changes no other number.
 
 Checkpoints: per phase, the phase's first iteration, ``geometric`` points
 spaced geometrically from one policy update on (resolving the start of the
@@ -50,7 +54,7 @@ from neurd.tabular.sequence_form import sequence_form
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "neurd-neural-checkpoint"
-CHECKPOINT_VERSION = 3  # 3: the policy's entropy and threshold share are kept
+CHECKPOINT_VERSION = 4  # 3: the policy's entropy and threshold share; 4: the logged logits
 
 
 @dataclass(frozen=True)
@@ -67,12 +71,22 @@ class Plan:
     geometric: int
     linear: int
     seeds_per_batch: int = 1
+    logits_seeds: tuple[int, ...] = ()
+    logits_entropies: tuple[float, ...] = ()
 
     @property
     def configurations(self) -> list[tuple[str, float, int]]:
         """(algorithm, entropy, run seed) in the order of the result arrays' columns."""
         return [(a, self.entropies[e], s) for a in self.spec.algorithms
                 for s in self.run_seeds for e in range(len(self.entropies))]
+
+    @property
+    def logged(self) -> list[int]:
+        """Indices in :attr:`configurations` of those whose centred logits are kept at every
+        checkpoint: every algorithm's runs of a seed of ``logits_seeds`` (those of this job)
+        at an entropy level of ``logits_entropies``."""
+        return [c for c, (_, entropy, seed) in enumerate(self.configurations)
+                if seed in self.logits_seeds and entropy in self.logits_entropies]
 
     @property
     def batches(self) -> list[tuple[int, ...]]:
@@ -118,6 +132,24 @@ def exact_policies(tables: jax.Array, legal: jax.Array) -> jax.Array:
     return policy / jnp.sum(policy, axis=-1, keepdims=True)
 
 
+def centred_log_policy(policy, legal, count):
+    """``(log pi, its centred logits)`` ``[..., I, A]`` of float64 policies: ``log pi``
+    (``pi`` floored at :data:`PI_FLOOR`, 0 off the legal actions) and ``log pi`` minus its
+    mean over the ``count`` legal actions of each state: what the softmax keeps of the
+    network's logits.  Traceable."""
+    log_pi = jnp.where(legal, jnp.log(jnp.maximum(policy, PI_FLOOR)), 0.0)
+    return log_pi, log_pi - jnp.sum(log_pi, -1, keepdims=True) / count[..., None]
+
+
+@jax.jit
+def _centred_logits(tables, legal):
+    """Float64 centred logits ``[N, I, A]`` of float32 policy tables ``[N, I, A]`` (0 off the
+    legal actions), as :func:`_measure` computes them; a float64 scope."""
+    count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
+    return jax.vmap(lambda table: jnp.where(
+        legal, centred_log_policy(exact_policies(table, legal), legal, count)[1], 0.0))(tables)
+
+
 def signed_form(form, sign):
     """The sequence form with the payoffs times ``sign`` (the negated game for ``-1``)."""
     return dataclasses.replace(form, terminal_payoff=sign * form.terminal_payoff)
@@ -145,9 +177,8 @@ def _measure(form, tree, tables, critics, etas, sign, beta=2.0):
         weight = infostate_reach(tree, policy)
         count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
         error = jnp.sum(jnp.where(legal, jnp.square(critic - continuation), 0.0), -1) / count
-        log_pi = jnp.where(legal, jnp.log(jnp.maximum(policy, PI_FLOOR)), 0.0)
+        log_pi, centred = centred_log_policy(policy, legal, count)
         entropy = -jnp.sum(jnp.where(legal, policy * log_pi, 0.0), -1)
-        centred = log_pi - jnp.sum(log_pi, -1, keepdims=True) / count[:, None]
         at_threshold = jnp.sum(legal & (jnp.abs(centred) >= beta)) / jnp.sum(legal)
         return (nash_conv(game, policy), jnp.sqrt(jnp.sum(weight * error) / jnp.sum(weight)),
                 jnp.sum(weight * entropy) / jnp.sum(weight), at_threshold)
@@ -457,14 +488,16 @@ def _check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, con
     (``row < next_row``; :func:`run` stops at a non-finite NashConv), NaN in the
     others, in every row for the exact critic's error, and at iteration 0 for
     ``blocked`` and ``critic_loss``; ``phase_tables`` is float32 ``[P, C, L]``,
-    finite, one per phase ended before ``next_row``; each piece a record with
-    the keys :func:`run` writes (the pipeline reads them).
+    finite, one per phase ended before ``next_row``; ``logits`` is float64
+    ``[K, len(plan.logged), L]``, finite in the rows measured and NaN in the
+    others; each piece a record with the keys :func:`run` writes (the pipeline
+    reads them).
     """
     rows = len(iterations)
     if not 0 <= next_row <= rows:
         raise _Unfit(f"meta.json: next_row {next_row} is off the checkpoint grid (rows "
                      f"0..{rows})")
-    names = {*_MEASURED, "phase_tables"}
+    names = {*_MEASURED, "phase_tables", "logits"}
     if set(results) != names:
         raise _Unfit(f"meta.json: the results are {sorted(results)}, the job's are "
                      f"{sorted(names)}")
@@ -488,6 +521,12 @@ def _check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, con
                      f"float32{[ended, configs, legal_count]}", "result_phase_tables")
     if not np.all(np.isfinite(tables)):
         raise _Unfit("holds non-finite values", "result_phase_tables")
+    logits, shape = results["logits"], (rows, len(plan.logged), legal_count)
+    if logits.dtype != np.float64 or logits.shape != shape:
+        raise _Unfit(f"is {logits.dtype}{list(logits.shape)}, the job's is "
+                     f"float64{list(shape)}", "result_logits")
+    if not (np.all(np.isfinite(logits[measured])) and np.all(np.isnan(logits[~measured]))):
+        raise _Unfit("is not finite exactly in the rows the job has measured", "result_logits")
     for i, piece in enumerate(pieces):
         missing = [k for k in _PIECE_KEYS if k not in piece]
         if missing:
@@ -524,6 +563,10 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss``,
     ``policy_entropy``, ``at_threshold`` ``[K, C]``
     per checkpoint and configuration (:attr:`Plan.configurations` order),
+    ``logits`` ``[K, len(plan.logged), legal pairs]``: the centred logits (float64,
+    as :func:`_measure` computes them) of the :attr:`Plan.logged` configurations at
+    every checkpoint, per legal (information state, action) pair in the order of
+    ``np.nonzero(compiled.infostate_legal)`` (no configuration by default),
     ``policies`` ``[phases, C, I, A]`` at each phase's end (float64, the
     float32 network tables renormalised), the checkpoints' ``iteration`` and
     ``phase`` ``[K]``, and ``pieces``: one record per process that worked on
@@ -554,7 +597,9 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         **{name: np.full((len(iterations), configs), np.nan) for name in _MEASURED},
         # the float32 tables at each phase's end, legal entries only (what a checkpoint keeps)
         "phase_tables": np.zeros((0, configs, int(legal.sum())), np.float32),
+        "logits": np.full((len(iterations), len(plan.logged), int(legal.sum())), np.nan),
     }
+    logged = np.asarray(plan.logged, np.int64)
     saver = _Checkpoint(checkpoint_path, identity or {})
     restored = saver.restore(states, partial(_check_resumable, plan, iterations, phases,
                                              configs, int(legal.sum())))
@@ -615,6 +660,10 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         results["policy_entropy"][row] = np.asarray(entropy)
         results["at_threshold"][row] = np.asarray(at)
         results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
+        if len(logged):
+            with float64():
+                centred = _centred_logits(tables[logged], jnp.asarray(legal))
+            results["logits"][row] = np.asarray(centred)[:, legal]
         updates = np.maximum(field("updates"), 1)
         if target > 0:
             results["blocked"][row] = field("blocked") / updates

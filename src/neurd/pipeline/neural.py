@@ -6,7 +6,9 @@ Per game of the config section ``neural``:
 * ``neural-run``: one job -- every (algorithm, entropy level) for a chunk of run
   seeds (``seeds_per_job``), as one jitted program (:mod:`neurd.neural.experiment`),
   with the learned critic, or (for ``exact_critic_games``) the engine's exact
-  ``q`` in its place; writes the job's curves and end-of-phase policies;
+  ``q`` in its place; writes the job's curves and end-of-phase policies, and,
+  where ``logits_log`` names runs, their centred logits at every checkpoint
+  (``<critic>_<chunk>_logits.parquet`` beside them, columns below);
 * ``neural-table``: the game's tables (columns below): ``nashconv``,
   ``policies``, ``diagnostics``, ``summary`` (per run: final and average
   NashConv) and ``nashconv_ci`` (bootstrap over seeds);
@@ -96,6 +98,16 @@ CI_COLUMNS = {
     "uniform_nash_conv": "NashConv of the uniform policy in the phase's game (the audit's "
                          "yardstick for 'converges faster')",
 }
+LOGITS_COLUMNS = {
+    **{k: v for k, v in DIAGNOSTIC_COLUMNS.items() if k in (*_RUN_DOCS, "critic")},
+    **_POINT_DOCS,
+    "infostate": POLICY_COLUMNS["infostate"],
+    "action": POLICY_COLUMNS["action"],
+    "centred_logit": "log pi of the action under the current network policy (pi floored at "
+                     "1e-30, float64 as evaluated) minus its mean over the state's legal "
+                     "actions: what the softmax keeps of the network's logits, and what "
+                     "NeuRD's threshold neural.beta bounds; runs of neural.logits_log only",
+}
 TABLES = {"nashconv": NASHCONV_COLUMNS, "policies": POLICY_COLUMNS,
           "diagnostics": DIAGNOSTIC_COLUMNS, "summary": SUMMARY_COLUMNS,
           "nashconv_ci": CI_COLUMNS}
@@ -134,6 +146,16 @@ def check(cfg: Mapping) -> None:
             f"than {MAX_CONFIGURATIONS} (the paper runs 480)")
     require(cfg["final_checkpoints"] <= cfg["checkpoints"]["linear"], "neural.final_checkpoints",
             f"must not exceed neural.checkpoints.linear ({cfg['checkpoints']['linear']})")
+    seeds, entropies = logits_log(cfg)
+    require(bool(seeds) == bool(entropies), "neural.logits_log",
+            f"names seeds {list(seeds)} and entropies {list(entropies)}: the runs logged are "
+            "every seed at every entropy level named, so name both or neither")
+    beyond = [s for s in seeds if s >= cfg["seeds"]]
+    require(not beyond, "neural.logits_log.seeds",
+            f"{beyond} are not run seeds: each must be below neural.seeds ({cfg['seeds']})")
+    absent = [e for e in entropies if e not in cfg["entropies"]]
+    require(not absent, "neural.logits_log.entropies",
+            f"{absent} are not in neural.entropies {cfg['entropies']}")
 
 
 def inspect(cfg: Mapping, limits: Mapping) -> None:
@@ -155,6 +177,11 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
         within(configs * int(cfg["phases"]) * size.legal_pairs, limits, "max_table_rows",
                "neural.seeds", f"{game}: the policies table ({grid} x {cfg['seeds']} seeds x "
                f"{cfg['phases']} phases x {size.legal_pairs} legal actions), in rows,")
+        within(logged_configurations(cfg) * points * size.legal_pairs, limits,
+               "max_table_rows", "neural.logits_log",
+               f"{game}: a job's logits table ({len(cfg['algorithms'])} algorithms x the "
+               f"runs named x up to {points} checkpoints x {size.legal_pairs} legal actions), "
+               "in rows,")
         within(job_memory_bytes(cfg, size) / MB, limits, "max_job_memory_mb",
                "neural.seeds_per_batch",
                f"{game}: a job's estimated memory (networks {cfg['hidden_sizes']} on a tensor "
@@ -189,7 +216,35 @@ def job_memory_bytes(cfg: Mapping, size) -> int:
     episodes = steps * (size.tensor_size + 4 * size.actions + 4 * sum(cfg["hidden_sizes"])) * 4
     exact = 8 * size.histories * size.width * 8
     kept = int(cfg["phases"]) * size.infostates * size.actions * 4
-    return int(batch * (networks + episodes + exact) + job * kept)
+    points = int(cfg["phases"]) * (2 + cfg["checkpoints"]["geometric"]
+                                   + cfg["checkpoints"]["linear"])
+    logits = logged_configurations(cfg) * points * size.infostates * size.actions * 8
+    return int(batch * (networks + episodes + exact) + job * kept + logits)
+
+
+def logits_log(cfg: Mapping) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """``(seeds, entropies)`` of ``neural.logits_log``: the runs whose centred logits are
+    kept at every checkpoint (every algorithm's, at each of those seeds and levels).
+
+    Off (``((), ())``) when the key is absent, as it is by default: the key has no
+    schema default, so that a config without it keeps the snapshot, the config hash and
+    every table's metadata it had before the key existed (nothing reruns, no publication
+    goes stale).  It is not a setting: it changes what a job writes."""
+    given = cfg.get("logits_log") or {}
+    return (tuple(int(s) for s in given.get("seeds", ())),
+            tuple(float(e) for e in given.get("entropies", ())))
+
+
+def logs_logits(cfg: Mapping) -> bool:
+    """Whether ``neural.logits_log`` names any run (then ``neural-run`` writes logits)."""
+    seeds, entropies = logits_log(cfg)
+    return bool(seeds) and bool(entropies)
+
+
+def logged_configurations(cfg: Mapping) -> int:
+    """Configurations whose logits are kept, at most (all in one job)."""
+    seeds, entropies = logits_log(cfg)
+    return len(cfg["algorithms"]) * len(seeds) * len(entropies)
 
 
 def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
@@ -246,7 +301,8 @@ def plan(cfg: Mapping, game: str, critic: str, chunk: int):
                 phase_iterations=int(cfg["phase_iterations"][game]), phases=int(cfg["phases"]),
                 geometric=int(cfg["checkpoints"]["geometric"]),
                 linear=int(cfg["checkpoints"]["linear"]),
-                seeds_per_batch=int(cfg["seeds_per_batch"]))
+                seeds_per_batch=int(cfg["seeds_per_batch"]),
+                logits_seeds=logits_log(cfg)[0], logits_entropies=logits_log(cfg)[1])
 
 
 def job_runtime_minutes(cfg: Mapping, game: str) -> int:
@@ -293,6 +349,23 @@ def policy_table(cfg: Mapping, game: str, compiled, results: Mapping, configurat
                  {"infostate": compiled.infostate_string[rows].astype(object),
                   "action": cols.astype(np.int64)}],
                 {"probability": policies}, game=game)[list(POLICY_COLUMNS)]
+
+
+def logits_table(game: str, critic: str, compiled, results: Mapping, plan) -> pd.DataFrame:
+    """The logged runs' centred logits: one row per (run, checkpoint, legal action); no row
+    where the plan logs none."""
+    rows, cols = np.nonzero(compiled.infostate_legal)
+    chosen = [plan.configurations[c] for c in plan.logged]
+    algorithm = np.asarray([a for a, _, _ in chosen], dtype=object)
+    entropy = np.asarray([e for _, e, _ in chosen], dtype=float)
+    seed = np.asarray([s for _, _, s in chosen], dtype=np.int64)
+    return tidy([{"algorithm": algorithm, "entropy": entropy, "seed": seed},
+                 {"iteration": np.asarray(results["iteration"]),
+                  "phase": np.asarray(results["phase"])},
+                 {"infostate": compiled.infostate_string[rows].astype(object),
+                  "action": cols.astype(np.int64)}],
+                {"centred_logit": np.swapaxes(np.asarray(results["logits"]), 0, 1)},
+                game=game, critic=critic)[list(LOGITS_COLUMNS)]
 
 
 def average_nash_conv(iteration: np.ndarray, phase: np.ndarray, nash_conv: np.ndarray) -> float:
@@ -395,6 +468,9 @@ def _run_step(args, cfg) -> None:
 
     compiled = games.load(args.compiled)
     job = plan(cfg, args.game, args.critic, args.chunk)
+    if job.logged and args.logits is None:
+        raise SystemExit("neurd neural-run: config neural.logits_log names runs of this job; "
+                         "give --logits, the file their centred logits go to")
     identity = {"config_hash": config_hash(cfg), "game": args.game, "critic": args.critic,
                 "chunk": args.chunk}
     revision = git_revision(os.path.dirname(os.path.abspath(__file__)))
@@ -421,6 +497,9 @@ def _run_step(args, cfg) -> None:
                 config=cfg, extra=extra)
     write_table(policy_table(cfg, args.game, compiled, results, job.configurations),
                 args.policies, columns=POLICY_COLUMNS, config=cfg, extra=extra)
+    if args.logits is not None:
+        write_table(logits_table(args.game, args.critic, compiled, results, job),
+                    args.logits, columns=LOGITS_COLUMNS, config=cfg, extra=extra)
 
 
 def _table_step(args, cfg) -> None:
@@ -461,6 +540,10 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--compiled", required=True, help="input: results/neural/<game>/game.npz")
     p.add_argument("--curves", required=True, help="output: the job's curves (.parquet)")
     p.add_argument("--policies", required=True, help="output: the job's end-of-phase policies")
+    p.add_argument("--logits", default=None,
+                   help="output: the centred logits of the runs config neural.logits_log "
+                        "names, at every checkpoint (.parquet; no rows where the job has none "
+                        "of them); needed when it has some")
     p.add_argument("--checkpoint", default=None,
                    help="folder where the job state is saved and resumed from (files of at "
                         "most 16 MiB; removed at the end)")

@@ -10,7 +10,13 @@ steps (``neurd neural-run`` / ``neural-table`` / ``neural-combine``) into
 ``results/readings/<reading>/``.  ``neurd readings-grid`` then measures
 Fig 6's claims on each (:func:`neurd.figures.fig6.claims`, the audit's own
 code) and writes the grid (columns below), a heat map of it and the
-policy-collapse panel.  Not part of ``rule all``: ``make readings``.
+policy-collapse panels: the policy's entropy per reading, and what the
+collapse is made of, from the centred logits the study logs
+(``neural.logits_log``: by default seed 0 at the two lowest entropy levels;
+each job writes them beside its curves, ``<critic>_<chunk>_logits.parquet``,
+and :func:`logit_table` keeps, per run and checkpoint, how far the states'
+logits sit from 0 and how many reach NeuRD's threshold).  Not part of
+``rule all``: ``make readings``.
 """
 
 from __future__ import annotations
@@ -38,10 +44,14 @@ GRID_COLUMNS = {
     "claim": "the claim, as the audit words it",
     "verdict": "the audit's verdict under this reading: pass, fail, tie (the CI of the "
                "paired difference covers 0) or differs",
-    "value": "the claim's headline number: the mean paired difference NeuRD - SPG (final, "
-             "average, exact critic), NeuRD's minus SPG's spread (sensitivity), the phases "
-             "after a negation where NeuRD is faster (faster), the algorithms whose best "
-             "entropy lies inside the grid (grid)",
+    "value": "the claim's headline number, continuous: the mean paired difference NeuRD - "
+             "SPG (final, average, exact critic); NeuRD's minus SPG's spread (sensitivity); "
+             "the mean over the phases after a negation of (NeuRD's median iterations to "
+             "the level - SPG's) / the phase's length, a run that never reaches it counted "
+             "as the phase's length (faster; negative: NeuRD first); the smallest over the "
+             "algorithms of the lower mean final NashConv at the grid's two ends minus the "
+             "lowest at a level inside it (grid; positive: every best level inside); NaN "
+             "where nothing is measured (no phase after a negation, fewer than 3 levels)",
     "measured": "the audit's measured text",
 }
 OTHER_COLUMNS = {
@@ -67,6 +77,25 @@ COLLAPSE_COLUMNS = {
     "policy_entropy": "mean over seeds of the policy's reach-weighted entropy (nats)",
     "at_threshold": "mean over seeds of the share of centred logits at NeuRD's threshold",
     "nash_conv": "mean over seeds of the NashConv",
+}
+_LARGEST = ("the largest |centred logit| over an information state's legal actions "
+            "(centred logit: log pi centred over the legal actions, float64)")
+LOGIT_COLUMNS = {
+    "reading": GRID_COLUMNS["reading"],
+    "game": "short name of the game",
+    "algorithm": "'neurd' or 'spg'",
+    "entropy": "entropy regularisation strength eta (a level of neural.logits_log)",
+    "seed": "run seed (a seed of neural.logits_log)",
+    "iteration": "learning iterations done",
+    "phase": "phase of the reward (1-based)",
+    "beta": "NeuRD's logit threshold in the reading (neural.beta; SPG has none)",
+    "states": "information states of the game",
+    "at_beta": "share of the information states where " + _LARGEST + " is at or beyond "
+               "beta: states whose policy NeuRD's threshold no longer pushes further out",
+    "q10": "10% quantile over the information states of " + _LARGEST,
+    "median": "median over the information states of " + _LARGEST,
+    "q90": "90% quantile over the information states of " + _LARGEST,
+    "largest": "largest over the information states of " + _LARGEST,
 }
 
 
@@ -147,6 +176,37 @@ def collapse_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
     return pd.concat(frames, ignore_index=True)[list(COLLAPSE_COLUMNS)]
 
 
+def logit_summary(logits: pd.DataFrame, beta: float) -> pd.DataFrame:
+    """A job's logged centred logits (:data:`neurd.pipeline.neural.LOGITS_COLUMNS`) per run
+    and checkpoint: per information state the largest |centred logit| over its legal
+    actions, then over the states its share at or beyond ``beta`` and its quantiles
+    (the columns of :data:`LOGIT_COLUMNS` but ``reading``)."""
+    import numpy as np
+
+    run = ["game", "algorithm", "entropy", "seed", "iteration", "phase"]
+    per_state = (logits.assign(largest=np.abs(logits.centred_logit.to_numpy(np.float64)))
+                 .groupby([*run, "infostate"], sort=True)["largest"].max().reset_index())
+    rows = []
+    for key, group in per_state.groupby(run, sort=True):
+        largest = group["largest"].to_numpy(np.float64)
+        q10, median, q90 = np.quantile(largest, [0.1, 0.5, 0.9])
+        rows.append((*key, float(beta), len(largest), float(np.mean(largest >= beta)),
+                     float(q10), float(median), float(q90), float(largest.max())))
+    return pd.DataFrame(rows, columns=[c for c in LOGIT_COLUMNS if c != "reading"])
+
+
+def logit_table(jobs: Mapping[str, list], snapshots: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Per reading, the :func:`logit_summary` of each of its jobs' logits files (``jobs``:
+    reading -> paths; a job that logs no run adds no row)."""
+    frames = [logit_summary(read_table(path), float(snapshots[reading]["beta"]))
+              .assign(reading=reading) for reading, paths in jobs.items() for path in paths]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("reading", "game", "algorithm")
+                                          else float) for c in LOGIT_COLUMNS})
+    return pd.concat(frames, ignore_index=True)[list(LOGIT_COLUMNS)]
+
+
 def other_figures_table(matrix: Mapping[str, pd.DataFrame], matrix_cfg: Mapping,
                         rps: Mapping[str, pd.DataFrame], rps_cfg: Mapping) -> pd.DataFrame:
     """The readings Figs 1, 2 and 5 already compute, as claims under each: the rewards
@@ -210,10 +270,80 @@ def _heat(ax, cells: pd.DataFrame, rows: list[str], columns: list[str], column: 
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
 
 
-def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readings: list[str]):
+def collapsing_entropy(collapse: pd.DataFrame, logits: pd.DataFrame, game: str) -> float:
+    """The level of ``logits`` (logged) at which NeuRD's policy entropy at the last
+    checkpoint of the default reading is lowest in ``game``: the collapse to explain."""
+    levels = set(logits[logits.game == game].entropy)
+    rows = collapse[(collapse.reading == DEFAULT_READING) & (collapse.game == game)
+                    & (collapse.algorithm == NEURD) & collapse.entropy.isin(levels)]
+    if rows.empty:
+        return min(levels)
+    last = rows[(rows.phase == rows.phase.max())]
+    last = last[last.iteration == last.iteration.max()]
+    return float(last.sort_values(["policy_entropy", "entropy"]).entropy.iloc[0])
+
+
+def _draw_logits(fig, band, total, collapse, logits, readings) -> None:
+    """Why a policy collapses (Goofspiel's, or the last game logged): at the logged level
+    where NeuRD's entropy ends lowest, the per-state largest |centred logit| of NeuRD and
+    SPG (median, 10-90% band; the default reading) against the threshold beta, and the
+    share of states at or beyond beta per reading (mean over the logged seeds)."""
+    from neurd.figures import style
+    from neurd.names import SPG
+
+    logged = list(dict.fromkeys(logits.game))
+    game = "goofspiel" if "goofspiel" in logged else logged[-1]
+    entropy = collapsing_entropy(collapse, logits, game)
+    rows = logits[(logits.game == game) & (logits.entropy == entropy)]
+    mean = rows.groupby(["reading", "algorithm", "iteration", "phase"], sort=True)[
+        ["at_beta", "q10", "median", "q90", "beta"]].mean().reset_index()
+    seeds = rows.seed.nunique()
+    default = mean[mean.reading == DEFAULT_READING]
+    length = int(rows[rows.phase == 1].iteration.max())
+    axes = [fig.add_axes((0.07 + k * 0.48, band[0] + 0.7 / total, 0.4, band[1] - 1.2 / total))
+            for k in range(2)]
+    for algorithm in (NEURD, SPG):
+        run = default[default.algorithm == algorithm].sort_values(["iteration", "phase"])
+        colour = style.PALETTE[algorithm]
+        axes[0].plot(run.iteration, run["median"], color=colour,
+                     label=f"{style.LABELS[algorithm]}: median")
+        axes[0].fill_between(run.iteration, run.q10, run.q90, color=colour, alpha=0.25,
+                             linewidth=0, label="10-90% of states")
+    if not default.empty:
+        axes[0].axhline(float(default.beta.iloc[0]), color="black", linestyle=":",
+                        linewidth=1.0, label=r"threshold $\beta$")
+    axes[0].set_title(f"{game}, eta = {entropy:g}, {DEFAULT_READING} reading ({seeds} seed"
+                      f"{'s' if seeds > 1 else ''}):\nper state, the largest |centred logit| "
+                      "over its legal actions", fontsize=9)
+    axes[0].set_ylabel("|log pi - mean over legal actions|", fontsize=8)
+    for k, reading in enumerate(readings):  # colours as in the policy-entropy panels
+        run = mean[(mean.reading == reading) & (mean.algorithm == NEURD)].sort_values(
+            ["iteration", "phase"])
+        if run.empty:
+            continue
+        axes[1].plot(run.iteration, run.at_beta, label=f"NeuRD, {reading.replace('_', ' ')}",
+                     color=f"C{k}", lw=1.4 if reading == DEFAULT_READING else 0.8)
+    run = default[default.algorithm == SPG].sort_values(["iteration", "phase"])
+    axes[1].plot(run.iteration, run.at_beta, color="grey", linestyle="--",
+                 label=f"SPG, {DEFAULT_READING}")
+    axes[1].set_title(rf"{game}, eta = {entropy:g}: share of states with a centred logit"
+                      "\n" r"at or beyond $\pm\beta$ (NeuRD per reading)", fontsize=9)
+    axes[1].set_ylabel("share of information states", fontsize=8)
+    for ax in axes:
+        for boundary in range(length, int(rows.iteration.max()), length):
+            ax.axvline(boundary, **style.PHASE_LINE)
+        ax.set_xlabel("learning iterations", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6, loc="best")
+
+
+def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readings: list[str],
+         logits: pd.DataFrame | None = None):
     """Top: Fig 6's claims under each reading (verdict and headline number per cell);
-    middle: the readings Figs 1, 2 and 5 compute; bottom: NeuRD's policy entropy at the
-    lowest entropy level in each game, per reading (a collapse falls to 0)."""
+    middle: the readings Figs 1, 2 and 5 compute; then NeuRD's policy entropy at the
+    lowest entropy level in each game, per reading (a collapse falls to 0); bottom, where
+    the study logged centred logits (:func:`logit_table`): what the collapse is made of
+    (:func:`_draw_logits`)."""
     import matplotlib.pyplot as plt
 
     from neurd.figures import style
@@ -222,7 +352,9 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
     claims = list(dict.fromkeys(grid.claim))
     others = list(dict.fromkeys(other.claim))
     games = list(dict.fromkeys(collapse.game))
-    heights = (0.42 * len(claims) + 1.0, 0.42 * max(len(others), 1) + 1.0, 2.4)
+    logged = logits is not None and not logits.empty
+    heights = (0.42 * len(claims) + 1.0, 0.42 * max(len(others), 1) + 1.0, 2.4,
+               *((2.9,) if logged else ()))
     total = sum(heights) + 0.6
     fig = plt.figure(figsize=(2.0 + 1.15 * max(len(readings), 4), total))
     top = 1 - 0.3 / total
@@ -259,6 +391,8 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
             ax.set_ylabel("entropy (nats)", fontsize=8)
         if k == len(games) - 1:
             ax.legend(fontsize=6, loc="best")
+    if logged:
+        _draw_logits(fig, bands[3], total, collapse, logits, readings)
     return fig
 
 
@@ -268,6 +402,7 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
 def _grid_step(args, cfg) -> None:
     from neurd.config import load_snapshot
     from neurd.figures import style
+    from neurd.pipeline.neural import jobs, main_critic
 
     readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
     folders = dict(item.partition("=")[::2] for item in args.reading)
@@ -284,6 +419,11 @@ def _grid_step(args, cfg) -> None:
         changes[reading] = {k: v for k, v in snapshots[reading].items() if base.get(k) != v}
     grid = grid_table(tables, snapshots, changes)
     collapse = collapse_table(tables, snapshots)
+    logits = logit_table({reading: [
+        f"{folder}/neural/{game}/jobs/{critic}_{chunk}_logits.parquet"
+        for game, critic, chunk in select_jobs(jobs(snapshots[reading]),
+                                               critic=main_critic(snapshots[reading]))]
+        for reading, folder in folders.items()}, snapshots)
     inputs = dict(item.partition("=")[::2] for item in args.input)
     matrix = {name: read_table(inputs[name]) for name in
               ("sweep", "tuned", "readings", "trajectories")}
@@ -294,7 +434,8 @@ def _grid_step(args, cfg) -> None:
     write_table(grid, args.grid, columns=GRID_COLUMNS, config=cfg)
     write_table(other, args.other, columns=OTHER_COLUMNS, config=cfg)
     write_table(collapse, args.collapse, columns=COLLAPSE_COLUMNS, config=cfg)
-    style.save(draw(grid, other, collapse, readings), args.png, args.pdf)
+    write_table(logits, args.logits, columns=LOGIT_COLUMNS, config=cfg)
+    style.save(draw(grid, other, collapse, readings, logits), args.png, args.pdf)
     _write_markdown(grid, other, readings, args.md)
     counts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
     log.info("readings grid:\n%s", counts)
@@ -349,6 +490,8 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--grid", required=True, help="output: grid.parquet")
     p.add_argument("--other", required=True, help="output: other_figures.parquet")
     p.add_argument("--collapse", required=True, help="output: collapse.parquet")
+    p.add_argument("--logits", required=True,
+                   help="output: logits.parquet (read from each reading's jobs' logits files)")
     p.add_argument("--png", required=True)
     p.add_argument("--pdf", required=True)
     p.add_argument("--md", required=True, help="output: grid.md")
