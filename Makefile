@@ -10,7 +10,7 @@ CONFIG ?= workflow/config/default.yaml
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures smoke paper test lint report lock clean-results gpu-check readings
+.PHONY: figures smoke paper test lint report lock clean-results gpu-check readings publish
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,13 @@ paper: figures
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Publish a finished run's Fig 6 tables into its config's published.folder (published/paper
+# for the paper scale; GAME=kuhn for one game, as soon as its run is done); make figures then
+# draws fig6_<name> from them on any machine. See the README's "Published Fig 6".
+PUBLISH ?= workflow/config/paper.yaml
+publish: $(STAMP)
+	$(BIN)/neurd publish $(PUBLISH) $(if $(GAME),--game $(GAME))
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
 # the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end
@@ -82,6 +89,7 @@ clean-results: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
 	root=$(RESULTS); if [ "$$root" = results ]; then \
 	  rm -rf results/matrix results/rps results/tabular results/games results/neural results/readings \
+	         results/published \
 	         results/figures results/audit results/config results/logs results/benchmarks \
 	         results/provenance.json results/provenance.html results/report.html; \
 	else rm -rf "$$root"; fi

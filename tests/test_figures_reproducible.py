@@ -43,6 +43,7 @@ TINY = {
     "neural": {"games": ["kuhn"], "exact_critic_games": [], "seeds": 2, "seeds_per_job": 2,
                "seeds_per_batch": 2, "phase_iterations": {"kuhn": 40},
                "checkpoints": {"geometric": 2, "linear": 3}},
+    "published": {"folder": None},  # no publication: its figure is fig6's module on tables
 }
 # Settings an earlier figure or a caller could leave behind; a figure must not depend on them.
 OTHER_SETTINGS = {"axes.titleweight": "bold", "font.size": 14.0, "lines.linewidth": 3.0,
@@ -153,7 +154,7 @@ class Tables:
         """``neurd figure`` as the figure rules call it (workflow/rules/figures.smk)."""
         job = self.jobs[name]
         return ["figure", job.module, "--name", job.name,
-                "--config", f"{self.res}/config/{job.section}.json",
+                "--config", str(self.folder / job.config),
                 *[f"--input={table}={self.folder / path}" for table, path in job.inputs.items()],
                 "--png", str(out / f"{name}.png"), "--pdf", str(out / f"{name}.pdf"),
                 "--audit", str(out / f"{name}.csv")]

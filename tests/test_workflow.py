@@ -72,13 +72,14 @@ for name, columns in NEURAL_COLUMNS.items():  # the smoke scale's game, then all
 # Columns that are legitimately all missing: reference solvers have no step size.
 ALL_NAN_ALLOWED = {"step_size"}
 SECTION_OF = {"matrix/": "matrix", "rps/": "rps", "tabular/": "tabular", "neural/": "neural"}
-FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn", "fig6"]
+FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn", "fig6",
+           "fig6_smoke"]  # fig6_smoke: Fig 6 drawn from the tracked publication published/smoke
 
 pytestmark = pytest.mark.workflow
 
 
 def _copy_workflow(dest: Path) -> Path:
-    for name in ("Snakefile", "workflow", "profiles"):
+    for name in ("Snakefile", "workflow", "profiles", "published"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
     return dest
@@ -163,17 +164,26 @@ def _documented_patterns() -> dict[str, re.Pattern]:
 
 def test_results_readme_documents_every_file_of_the_dag_and_no_other(tmp_path):
     """Every file of the default scale's DAG is in results/README.md's table, and every
-    entry of that table (but the report, logs and benchmarks) is made by the DAG."""
+    entry of that table (but the report, logs and benchmarks) is made by the DAG -- the
+    default scale's, or the smoke scale's for what only a publication makes (the default's,
+    published/paper, needs a GPU run)."""
     patterns = _documented_patterns()
     assert len(patterns) > 30
-    planned = {f.removeprefix("results/") for f in _planned_files(_copy_workflow(tmp_path),
+    workdir = _copy_workflow(tmp_path)
+    planned = {f.removeprefix("results/") for f in _planned_files(workdir,
                                                                    "workflow/config/default.yaml")}
+    smoke = {f.removeprefix(f"{SMOKE}/") for f in _planned_files(workdir,
+                                                                  "workflow/config/smoke.yaml")}
     targets = {f for f in planned if not f.startswith(NOT_TARGETS)}
     undocumented = [f for f in targets if not any(p.fullmatch(f) for p in patterns.values())]
     assert not undocumented, undocumented
     unmade = [name for name, p in patterns.items()
-              if not name.startswith(NOT_TARGETS) and not any(p.fullmatch(f) for f in planned)]
+              if not name.startswith(NOT_TARGETS) and not any(p.fullmatch(f) for f in planned)
+              and not any(p.fullmatch(f) for f in smoke if f.startswith("published/"))]
     assert not unmade, unmade
+    undocumented = [f for f in smoke if not f.startswith(NOT_TARGETS)
+                    and not any(p.fullmatch(f) for p in patterns.values())]
+    assert not undocumented, undocumented
 
 
 def test_a_missing_documented_file_is_made_again(smoke_run, tmp_path):
@@ -214,7 +224,8 @@ def test_settings_that_change_no_number_rerun_no_job(smoke_run, tmp_path):
 
 
 def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, tmp_path):
-    """`snakemake readings` at a tiny study (Kuhn, 2 seeds, 3 x 40 iterations): a grid of
+    """`snakemake readings` at a tiny study (Kuhn, 2 seeds, 3 entropy levels -- the grid
+    check's margin needs a level inside the grid --, 3 x 40 iterations): a grid of
     Fig 6's claims under the default and two readings, every cell with a verdict and a
     finite number, the same for the readings Figs 1, 2 and 5 compute, the heat map, and the
     collapse table; nothing of `rule all` reruns."""
@@ -224,7 +235,8 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
         "readings:\n"
         "  neural: {phase_iterations: {kuhn: 40}, seeds: 2, seeds_per_job: 2,\n"
         "           seeds_per_batch: 2, checkpoints: {geometric: 2, linear: 3},\n"
-        "           exact_critic_games: []}\n"
+        "           exact_critic_games: [], entropies: [0.0, 0.1, 1.0],\n"
+        "           logits_log: {seeds: [1], entropies: [0.0]}}\n"
         "  variants:\n"
         "    centred_logits: {neurd_logits: centred}\n"
         "    exact_critic: {critic: exact}\n")
@@ -249,6 +261,14 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
     collapse = pd.read_parquet(workdir / SMOKE / "readings/collapse.parquet")
     assert set(collapse.reading) == set(readings)
     assert collapse.policy_entropy.between(0, np.log(2) + 1e-9).all()
+    logits = pd.read_parquet(workdir / SMOKE / "readings/logits.parquet")  # seed 1, eta 0
+    assert set(logits.reading) == set(readings) and set(logits.seed) == {1}
+    assert set(logits.entropy) == {0.0} and set(logits.algorithm) == {"neurd", "spg"}
+    assert (logits.states == 12).all() and logits.at_beta.between(0, 1).all()
+    job = pd.read_parquet(workdir / SMOKE / "readings/default/neural/kuhn/jobs/"
+                          "learned_0_logits.parquet")
+    assert len(job) == 24 * len(logits[logits.reading == "default"])  # Kuhn: 24 legal pairs
+    assert np.isfinite(job.centred_logit).all()
 
 
 def test_a_scale_cannot_take_a_name_of_the_default_layout(tmp_path):
@@ -457,3 +477,40 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     benchmarks = list((report.parent / "benchmarks").glob("*.tsv"))
     assert len(steps) == len(benchmarks) > 25
     browser.switch_to.default_content()
+
+
+def test_publish_a_finished_run_and_refuse_a_half_finished_one(smoke_run, tmp_path):
+    """`neurd publish` makes a publication of the smoke run that every reader accepts and the
+    workflow draws; a run with a job unfinished (its curves missing, or its checkpoint folder
+    still there) is refused, naming the file."""
+    from neurd import publication
+
+    workdir = tmp_path / "copy"
+    shutil.copytree(smoke_run, workdir, symlinks=True)
+    shutil.rmtree(workdir / "published/smoke")
+
+    def publish():
+        return subprocess.run([str(Path(sys.executable).parent / "neurd"), "publish",
+                               "workflow/config/smoke.yaml"], cwd=workdir, capture_output=True,
+                              text=True)
+
+    jobs = workdir / SMOKE / "neural/kuhn/jobs"
+    (jobs / "learned_1_checkpoint").mkdir()
+    refused = publish()
+    assert refused.returncode == 2 and "learned_1_curves.parquet: the job's checkpoint folder " \
+        "is still there" in refused.stderr
+    (jobs / "learned_1_checkpoint").rmdir()
+    (jobs / "learned_1_curves.parquet").rename(tmp_path / "curves.parquet")
+    refused = publish()
+    assert refused.returncode == 2 and "learned_1_curves.parquet is missing" in refused.stderr
+    assert not (workdir / "published/smoke").exists()
+    (tmp_path / "curves.parquet").rename(jobs / "learned_1_curves.parquet")
+    done = publish()
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest, _ = publication.check(workdir / "published/smoke")
+    assert list(manifest["games"]) == ["kuhn"]
+    for name in publication.COPIED:
+        assert (workdir / f"published/smoke/neural/kuhn/{name}.parquet").read_bytes() == \
+            (workdir / SMOKE / f"neural/kuhn/{name}.parquet").read_bytes()
+    dry = _snakemake(workdir, "-n", "--configfile", "workflow/config/smoke.yaml")
+    assert dry.returncode == 0, dry.stderr[-3000:]

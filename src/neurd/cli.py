@@ -142,6 +142,7 @@ def main(argv=None) -> int:
     log.info("command: neurd %s", shlex.join(sys.argv[1:] if argv is None else argv))
     from neurd.config import ConfigError
     from neurd.games import GameError, GameFileError
+    from neurd.publication import PublicationError
     from neurd.tables import InputFileError
 
     # Snakemake stops jobs with SIGTERM: exit through the finally blocks, which remove
@@ -150,8 +151,9 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     try:
         args.func(args)
-    except (ConfigError, GameError, GameFileError, InputFileError) as error:
-        # a bad snapshot, game or input: the message names the file or key and what to do
+    except (ConfigError, GameError, GameFileError, InputFileError, PublicationError) as error:
+        # a bad snapshot, game, input or publication: the message names the file or key and
+        # what to do
         log.error("neurd %s: %s", args.step, error)
         return 2
     log.info("neurd %s done in %.1fs", args.step, time.perf_counter() - start)

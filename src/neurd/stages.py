@@ -123,7 +123,8 @@ def non_finite(value, path: str = "") -> list[str]:
     return []
 
 
-def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
+def validate(config: dict, schema_dir: str | os.PathLike, files=(), games: bool = True
+             ) -> None:
     """Validate ``config`` in place (defaults filled) and check it; errors name the key.
 
     ``schema_dir`` holds ``config.schema.yaml`` (the settings) and one
@@ -147,12 +148,13 @@ def validate(config: dict, schema_dir: str | os.PathLike, files=()) -> None:
         for path in schemas.values():
             validate_schema(config, path)
         check(config)
-        inspect(config)
+        if games:  # else the values only, not the games they name (load_config(games=False))
+            inspect(config)
         for stage in STAGES.values():
             if stage.derive is not None and config.get(stage.section):
                 for label, (name, section) in stage.derive(config).items():
-                    _validate_derived(label, name, section, schemas[name], config["limits"],
-                                      validate_schema)
+                    _validate_derived(label, name, section, schemas[name],
+                                      config["limits"] if games else None, validate_schema)
     except ConfigError as error:
         raise ConfigError(f"{error}{where}") from None
     except WorkflowError as error:
@@ -168,7 +170,7 @@ def _validate_derived(label, name, section, schema_path, limits, validate_schema
         merge_map_defaults(derived, _read_schema(schema_path))
         validate_schema(derived, schema_path)
         STAGES[name].check(derived[name])
-        if STAGES[name].inspect is not None:
+        if STAGES[name].inspect is not None and limits is not None:
             STAGES[name].inspect(derived[name], limits)
     except ConfigError as error:
         raise ConfigError(f"{label}: {error}") from None
@@ -245,9 +247,10 @@ def read_config_file(path: str | os.PathLike) -> dict:
     return configfile.read_config_file(path)
 
 
-def load_config(files=(), workflow_dir: str | os.PathLike = ".") -> dict:
+def load_config(files=(), workflow_dir: str | os.PathLike = ".", games: bool = True) -> dict:
     """The config the Snakefile would see: the default config, each file merged over it
-    as ``--configfile`` does, validated (:func:`validate`); errors name key and file."""
+    as ``--configfile`` does, validated (:func:`validate`); errors name key and file.
+    ``games=False`` leaves out the checks that load the games (:func:`inspect`)."""
     from snakemake.utils import update_config
 
     workflow_dir = Path(workflow_dir)
@@ -258,34 +261,40 @@ def load_config(files=(), workflow_dir: str | os.PathLike = ".") -> dict:
     config = read_config_file(default)
     for path in files:
         update_config(config, read_config_file(path))
-    validate(config, workflow_dir / "workflow/schemas", [DEFAULT_CONFIG, *map(str, files)])
+    validate(config, workflow_dir / "workflow/schemas", [DEFAULT_CONFIG, *map(str, files)],
+             games=games)
     return config
 
 
 @dataclass(frozen=True)
 class FigureJob:
-    """One figure to draw: its name, module, config section and input tables (name -> path)."""
+    """One figure to draw: its name, module, config section, input tables (name -> path) and
+    the config snapshot it reads."""
 
     name: str
     module: str
     section: str
     inputs: dict[str, str]
+    config: str
 
 
 def figures(config: Mapping) -> list[FigureJob]:
     """Every figure the config makes, in stage order, with its inputs resolved.
 
-    A module's ``INPUTS`` are relative to the results folder; the jobs' inputs
-    are under :func:`results_root` of ``config``.
+    A module's ``INPUTS`` are relative to the results folder (or to the figure's
+    :attr:`~neurd.pipeline._stage.Figure.folder` in it); the jobs' inputs are
+    under :func:`results_root` of ``config``.
     """
     root = results_root(config)
     jobs = []
     for section, stage in STAGES.items():
         for figure in stage.figures(config[section]):
             module = importlib.import_module(f"neurd.figures.{figure.module}")
-            inputs = {name: f"{root}/{path.format(**figure.wildcards)}"
+            base = f"{root}/{figure.folder}".rstrip("/")
+            inputs = {name: f"{base}/{path.format(**figure.wildcards)}"
                       for name, path in module.INPUTS.items()}
-            jobs.append(FigureJob(figure.name, figure.module, section, inputs))
+            snapshot_path = f"{root}/{figure.config or f'config/{section}.json'}"
+            jobs.append(FigureJob(figure.name, figure.module, section, inputs, snapshot_path))
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
         raise ConfigError(f"two figures share a name: {names}")

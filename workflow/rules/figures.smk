@@ -12,7 +12,7 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
         input:
             unpack(
                 lambda wildcards: {
-                    "cfg": res(f"config/{FIGURE_JOBS[wildcards.figure].section}.json"),
+                    "cfg": FIGURE_JOBS[wildcards.figure].config,
                     **FIGURE_JOBS[wildcards.figure].inputs,
                 }
             ),

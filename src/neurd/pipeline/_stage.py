@@ -23,12 +23,18 @@ class Figure:
     """A figure a stage feeds: ``results/figures/<name>.png`` drawn by ``neurd.figures.<module>``.
 
     ``wildcards`` fill the placeholders of the module's ``INPUTS`` paths
-    (Fig 4b's ``{game}``).
+    (Fig 4b's ``{game}``); ``folder``: where, under the results folder, those
+    paths are (``""``: the results folder itself; ``published/paper`` for Fig 6
+    drawn from the published paper-scale tables); ``config``: the config
+    snapshot the figure reads, relative to the results folder (default: its
+    section's, ``config/<section>.json``).
     """
 
     name: str
     module: str
     wildcards: Mapping[str, str] = field(default_factory=dict)
+    folder: str = ""
+    config: str | None = None
 
 
 @dataclass(frozen=True)
