@@ -83,7 +83,7 @@ def _strip(ax, rows: pd.DataFrame, order: list[str], rng: np.random.Generator) -
     ax.set_xlim(limits)
 
 
-def plot(nashconv, ci, summary, cfg):
+def plot(nashconv, ci, summary, cfg, title: str | None = None):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -122,6 +122,8 @@ def plot(nashconv, ci, summary, cfg):
         box.set(xlabel="", ylabel="average NashConv over all iterations",
                 title=f"({PANELS[len(games) + col]}) {names.game_title(game)}: every run at "
                       f"{rows.entropy.nunique()} entropy levels")
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -329,5 +331,8 @@ def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:
 def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
     """Figure and claims from the tables named in :data:`INPUTS`."""
     nashconv, ci, summary = tables["nashconv"], tables["ci"], tables["summary"]
-    return (plot(nashconv, ci, summary, cfg),
+    # fig6_<name>: drawn from the publication published/<name> (neurd.pipeline.published)
+    title = None if name == FIGURE else (
+        f"{name}: Fig 6 from the published run published/{name.removeprefix(FIGURE + '_')}")
+    return (plot(nashconv, ci, summary, cfg, title),
             claims(nashconv, ci, summary, tables["diagnostics"], cfg))
