@@ -3,6 +3,9 @@
 A **configuration** is (algorithm, entropy level, seed).  Its learning loop,
 readable top to bottom in :func:`cycle`:
 
+0. evaluate the policy network on every information state: the policy table
+   the cycle samples from (the cycle's only pass of the policy network: the
+   policy step pulls its gradient back through this pass);
 1. ``critic_updates`` times (a *learning iteration* each): sample
    ``critic_batch`` episodes with the current policy table, and take one
    optimiser step of the critic ``Q(x, a)`` on the regression of the taken
@@ -15,9 +18,7 @@ readable top to bottom in :func:`cycle`:
    rows), with ``q(x, a) = Q(x, a) - eta log(pi(a|x)/mu(a|x))``: the critic's
    continuation plus the acting player's own regularisation term, added for
    every legal action; or, with ``critic = "exact"``, the exact regularised
-   ``q`` of the current policy (:mod:`neurd.tabular.histories`);
-3. evaluate the policy network on every information state: the policy table
-   the next cycle samples from.
+   ``q`` of the current policy (:mod:`neurd.tabular.histories`).
 
 :func:`run_segment` runs ``n`` cycles of every configuration: a
 ``lax.fori_loop`` over cycles of one ``vmap`` over the configurations of
@@ -33,6 +34,7 @@ and splitting the seeds between jobs changes no number.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
@@ -138,14 +140,12 @@ def init_weights(spec: Spec, game: NeuralGame, key: jax.Array) -> tuple[dict, di
 
 
 def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunState:
-    policy_net, _ = _networks(spec, game)
     policy_opt, critic_opt = _optimizers(spec)
     zero = jnp.zeros((), jnp.float32)
     return RunState(
         policy=policy, critic=critic, policy_opt=policy_opt.init(policy),
         critic_opt=critic_opt.init(critic),
-        table=masked_policy(policy_net.apply({"params": policy}, game.tensors,
-                                             game.infostate_player), game.tree.legal),
+        table=policy_table(spec, game, policy),
         blocked=zero, critic_loss=zero, updates=zero)
 
 
@@ -171,9 +171,14 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     policy_opt, critic_opt = _optimizers(spec)
     tree, tensors, players = game.tree, game.tensors, game.infostate_player
     keys = jax.random.split(key, spec.critic_updates + 1)
+    # the policy network's one pass of the cycle: its outputs give the table every batch
+    # samples from, and its pullback the policy's gradient in step 2
+    logits, pullback = jax.vjp(
+        lambda params: policy_net.apply({"params": params}, tensors, players), state.policy)
+    table = masked_policy(logits, tree.legal)
     # every batch of the cycle samples the same policy table: one pass of the sampler
     sizes = (spec.critic_batch,) * spec.critic_updates + (spec.policy_batch,)
-    batches = sampler.sample_batches(tree, state.table, list(keys), sizes, eta, sign)
+    batches = sampler.sample_batches(tree, table, list(keys), sizes, eta, sign)
 
     # 1. policy evaluation: the critic regresses Q(x, a) on sampled continuations
     critic, critic_state, critic_loss = state.critic, state.critic_opt, state.critic_loss
@@ -195,13 +200,12 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     weights = losses.state_weights(sampler.visit_counts(batches[-1], tree.num_infostates),
                                    players, spec.loss_normalisation, spec.policy_batch)
     if spec.critic == "exact":
-        q = action_values(tree, state.table, eta, sign)[0]
+        q = action_values(tree, table, eta, sign)[0]
     else:
         q = critic_net.apply({"params": critic}, tensors, players) + own_terms(
-            state.table, tree.num_legal, tree.legal, eta)
+            table, tree.num_legal, tree.legal, eta)
 
-    def policy_loss(params):
-        logits = policy_net.apply({"params": params}, tensors, players)
+    def policy_loss(logits):
         centre = spec.neurd_logits == "centred"
         found = [losses.POLICY_LOSSES[a](logits, q, tree.legal, weights, spec.beta, centre)
                  for a in spec.algorithms]
@@ -211,15 +215,23 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
         return (jnp.where(is_neurd, mine[NEURD][0], mine[SPG][0]),
                 jnp.where(is_neurd, mine[NEURD][1], mine[SPG][1]))
 
-    (_, blocked), grads = jax.value_and_grad(policy_loss, has_aux=True)(state.policy)
+    # the chain rule by hand: the loss's gradient in the logits, pulled back to the weights
+    (_, blocked), by_logits = jax.value_and_grad(policy_loss, has_aux=True)(logits)
+    (grads,) = pullback(by_logits)
     updates, policy_state = policy_opt.update(grads, state.policy_opt, state.policy)
     policy = optax.apply_updates(state.policy, updates)
-
-    # 3. the policy table the next cycle samples from
-    table = masked_policy(policy_net.apply({"params": policy}, tensors, players), tree.legal)
+    # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
+    # last cycle of a segment, run_segment's) makes the new one
     return RunState(policy=policy, critic=critic, policy_opt=policy_state,
                     critic_opt=critic_state, table=table, blocked=state.blocked + blocked,
                     critic_loss=critic_loss, updates=state.updates + 1)
+
+
+def policy_table(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:
+    """``[I, A]``: the policy table of one configuration's policy weights."""
+    policy_net, _ = _networks(spec, game)
+    return masked_policy(policy_net.apply({"params": policy}, game.tensors,
+                                          game.infostate_player), game.tree.legal)
 
 
 @partial(jax.jit, static_argnames=("spec",))
@@ -258,6 +270,9 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
                                                           first_cycle + i)
 
     state = jax.lax.fori_loop(0, num_cycles, body, state)
+    # each cycle computes the table it samples from; the last weights' table is made here
+    state = dataclasses.replace(state, table=jax.vmap(partial(policy_table, spec, game))(
+        state.policy))
     return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
 
