@@ -159,8 +159,9 @@ def flops_per_iteration(compiled, spec: train.Spec) -> float:
     depth = history_tree(compiled, jnp.float32).depth
     critic_rows = spec.critic_batch * depth  # per critic update: forward + backward (x3)
     per_cycle = spec.critic_updates * 3 * critic_rows * macs_per_row
-    # per policy update: critic forward, policy forward + backward, the next table's forward
-    per_cycle += (1 + 3 + 1) * compiled.num_infostates * macs_per_row
+    # per policy update: the critic's forward, the policy's forward (which is also the table
+    # the cycle samples from) and its backward
+    per_cycle += (1 + 3) * compiled.num_infostates * macs_per_row
     return 2.0 * per_cycle / spec.critic_updates
 
 

@@ -269,6 +269,17 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
                           "learned_0_logits.parquet")
     assert len(job) == 24 * len(logits[logits.reading == "default"])  # Kuhn: 24 legal pairs
     assert np.isfinite(job.centred_logit).all()
+    # a missing file of the study, intermediate or not, is made again by `snakemake readings`
+    deleted = [f"{SMOKE}/readings/centred_logits/neural/kuhn/{name}" for name in
+               ("policies.parquet", "jobs/learned_0_logits.parquet")]
+    deleted += [f"{SMOKE}/readings/exact_critic/neural/diagnostics.parquet"]
+    for name in deleted:
+        (workdir / name).unlink()
+    summary = _snakemake(workdir, "readings", "--summary", "--configfile",
+                         "workflow/config/smoke.yaml", "tiny.yaml")
+    plan = {row[0]: row[5] for row in (line.split("\t") for line in summary.stdout.splitlines())
+            if len(row) > 5}
+    assert {f: plan.get(f) for f in deleted} == {f: "update pending" for f in deleted}
 
 
 def test_a_scale_cannot_take_a_name_of_the_default_layout(tmp_path):

@@ -389,8 +389,8 @@ AGREEMENT_CYCLES = 3
 AGREEMENT_NASH_CONV = 1e-3
 
 
-def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGREEMENT_CYCLES
-              ) -> pd.DataFrame:
+def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGREEMENT_CYCLES,
+              checked: tuple[dict, dict] | None = None) -> pd.DataFrame:
     """The first ``cycles`` learning cycles of the publication's first job (its first batch
     of seeds, main critic) run again on this machine, beside the published NashConv at every
     published checkpoint among them: ``algorithm, entropy, seed, iteration, published,
@@ -398,14 +398,15 @@ def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGRE
 
     A cycle draws its samples from a key folded with its index and nothing depends on the
     phase length, so these iterations are the same computation as the published run's
-    first ones, whatever its checkpoint schedule.
+    first ones, whatever its checkpoint schedule.  ``checked``: what :func:`check` gave for
+    ``folder``, if the caller has just checked it (else it is checked here).
     """
     import dataclasses
 
     from neurd.neural import experiment
     from neurd.pipeline.neural import main_critic, plan
 
-    manifest, cfg = check(folder)
+    manifest, cfg = checked if checked is not None else check(folder)
     if game not in manifest["games"]:
         raise PublicationError(f"{folder} holds no {game!r} (games: {list(manifest['games'])})")
     job = plan(cfg, game, main_critic(cfg), 0)

@@ -202,8 +202,29 @@ rule readings_grid:
         " > {log} 2>&1"
 
 
+# Every file the study makes, all targets of `rule readings`, so a missing one is made again
+# (as DOCUMENTED for `rule all`: Snakemake does not remake a missing intermediate file whose
+# consumers are up to date).
+READINGS_MADE = [
+    *[
+        path.format(reading=r, game=g, critic=c, chunk=k)
+        for r in READING_NAMES
+        for g, c, k in READING_JOBS[r]
+        for path in rules.readings_run.output
+    ],
+    *[
+        path.format(reading=r, game=g)
+        for r in READING_NAMES
+        for g in NEURAL["games"]
+        for path in rules.readings_table.output
+    ],
+    *[path.format(reading=r) for r in READING_NAMES for path in rules.readings_combine.output],
+    *rules.readings_grid.output,
+]
+
+
 rule readings:
     """The readings study's target (make readings)."""
     input:
-        rules.readings_grid.output,
+        READINGS_MADE,
     localrule: True

@@ -157,13 +157,14 @@ def _reproduce(args) -> None:
     from neurd.publication import AGREEMENT_NASH_CONV, check, reproduce
     from neurd.tables import atomic_path
 
-    _, cfg = check(args.folder)
+    checked = check(args.folder)
+    cfg = checked[1]
     if args.compiled:
         compiled = games.load(args.compiled)
     else:
         compiled = games.compile_configured(args.game, cfg["game_strings"],
                                             cfg.get("expected_infostates"), "neural")
-    frame = reproduce(args.folder, args.game, compiled, cycles=args.cycles)
+    frame = reproduce(args.folder, args.game, compiled, cycles=args.cycles, checked=checked)
     worst = float(frame.difference.max()) if len(frame) else float("nan")
     log.info("%s %s: %d published NashConv values in the first %d cycles reproduced; largest "
              "difference %.3g (bound %.0e)", args.folder, args.game, len(frame), args.cycles,
