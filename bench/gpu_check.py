@@ -130,7 +130,8 @@ def worker_throughput(args) -> None:
             runtime.cudaProfilerStop()
         seconds = sorted(timings)[len(timings) // 2]
         ms_cycle = 1e3 * seconds / args.cycles
-        row = {"game": name, "configurations": configs, "cycles": args.cycles,
+        row = {"game": name, "precision": getattr(spec, "precision", "default"),
+               "configurations": configs, "cycles": args.cycles,
                "ms_per_cycle": round(ms_cycle, 4),
                "configuration_iterations_per_second": round(
                    configs * args.cycles * spec.critic_updates / seconds),
@@ -425,7 +426,8 @@ def main(argv=None) -> int:
     if not args.no_throughput:
         throughput("this", SRC, "float32", True, True, needs=60)
     if args.baseline:
-        throughput("baseline", Path(args.baseline), "default", True, False, needs=60)
+        # an older tree without neural.matmul_precision runs at XLA's default (its row says so)
+        throughput("baseline", Path(args.baseline), "float32", True, False, needs=60)
     if args.config:
         end_to_end(check, Path(args.config), games_dir, args.platform)
     if args.extra:
