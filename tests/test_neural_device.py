@@ -148,6 +148,74 @@ def test_visit_counts_by_comparison_equal_the_segment_sum(compiled):
     assert float(by_scatter.sum()) == float(valid.sum()) > 0
 
 
+@pytest.mark.parametrize("name", ["kuhn", "leduc", "goofspiel"])
+def test_visit_counts_by_depth_equal_the_segment_sum(compiled, name):
+    """The accelerator's way where every information state lies at one depth (the three
+    games): each step compared with its depth's states only, the counts put in place by a
+    gather that checkify finds in range; equal to the segment sum, batched as in a cycle."""
+    game = compiled[name]
+    index = sampler.depth_index(game)
+    assert index is not None
+    assert sorted(np.concatenate([np.asarray(i) for i in index.infostates]).tolist()) == list(
+        range(game.num_infostates))
+    tree = histories.history_tree(game, jnp.float32)
+    policy = jnp.asarray(np.where(game.infostate_legal, 1.0, 0.0) /
+                         game.infostate_legal.sum(-1, keepdims=True), jnp.float32)
+    keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    episodes = jax.vmap(lambda k: sampler.sample(tree, policy, k, 256))(keys)
+
+    def both(episodes):
+        return (sampler.counts_by_depth(episodes.infostate, episodes.valid, index),
+                sampler.counts_by_scatter(episodes.infostate.ravel(), episodes.valid.ravel(),
+                                          game.num_infostates))
+
+    error, (by_depth, by_scatter) = jax.jit(jax.vmap(checkify.checkify(
+        both, errors=checkify.index_checks)))(episodes)
+    error.throw()
+    np.testing.assert_array_equal(np.asarray(by_depth), np.asarray(by_scatter))
+    assert np.all(np.asarray(by_depth).sum(-1) == np.asarray(episodes.valid).sum((1, 2)))
+    assert np.asarray(by_depth).max() > 0
+
+
+@pytest.mark.parametrize("name", ["leduc", "goofspiel"])
+def test_a_cycle_counting_visits_the_accelerators_way_is_the_same_cycle(compiled, name,
+                                                                       monkeypatch):
+    """One cycle traced as for an accelerator (visits counted by depth, no scatter) gives
+    the CPU's cycle bit for bit (counts are exact small integers either way), and indexes
+    nothing out of range."""
+    game = train.neural_game(compiled[name])
+    spec = train.Spec()
+    states, keys, _ = _setup(spec, game, name)
+    state = jax.tree_util.tree_map(lambda x: x[1], states["neurd"])
+
+    def one(state, key):
+        return train.cycle(spec, game, state, key, jnp.float32(0.1), jnp.float32(1.0), True)
+
+    cpu = jax.jit(one)(state, keys["neurd"][1])
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    traced = str(jax.make_jaxpr(lambda s, k: one(s, k))(state, keys["neurd"][1]))
+    assert "scatter" not in traced and "eq" in traced
+    error, accelerator = jax.jit(checkify.checkify(one, errors=checkify.index_checks))(
+        state, keys["neurd"][1])
+    error.throw()
+    for a, b in zip(jax.tree_util.tree_leaves(cpu), jax.tree_util.tree_leaves(accelerator)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_state_at_two_depths_has_no_depth_index(compiled):
+    """A game whose information state is at decisions of two depths gets none (the
+    comparison over every step is used there)."""
+    game = compiled["kuhn"]
+    decisions = np.flatnonzero((game.history_player >= 0) & (game.history_infostate >= 0))
+    depth = histories.history_depths(game)
+    first = decisions[depth[decisions] == depth[decisions].min()][0]
+    deeper = decisions[depth[decisions] > depth[first]][0]
+    moved = game.history_infostate.copy()
+    moved[deeper] = moved[first]
+    assert sampler.depth_index(__import__("dataclasses").replace(
+        game, history_infostate=moved)) is None
+
+
 def test_every_algorithm_in_one_vmap_gives_each_its_own_numbers(compiled):
     """NeuRD and SPG batched together: each the same numbers as run alone."""
     game = train.neural_game(compiled["kuhn"])

@@ -138,16 +138,71 @@ def counts_by_comparison(index: jax.Array, valid: jax.Array, num: int) -> jax.Ar
     return jnp.sum(hits, axis=1, dtype=jnp.int32).astype(jnp.float32)
 
 
-def visit_counts(episodes: Episodes, num_infostates: int) -> jax.Array:
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class DepthIndex:
+    """Which information states a decision at each depth can be at, for
+    :func:`counts_by_depth` (a game where every information state lies at one depth).
+
+    ``infostates[d]``: int32 ``[I_d]``, the information states of the decisions
+    at depth ``d`` (step ``d`` of an episode); ``order``: int32 ``[I]``, the
+    place of each information state in the concatenation of the ``infostates``
+    (a state no decision is at points at one place past them, which holds 0).
+    """
+
+    infostates: tuple
+    order: jax.Array
+
+
+def depth_index(game) -> DepthIndex | None:
+    """The :class:`DepthIndex` of a compiled game, or ``None`` where an information state is
+    at decisions of more than one depth."""
+    from neurd.tabular.histories import history_depths
+
+    depth = history_depths(game)
+    decision = game.history_player >= 0
+    infostate, depth = game.history_infostate[decision], depth[decision]
+    depths = np.zeros(game.num_infostates, np.int64) - 1
+    for x, d in set(zip(infostate.tolist(), depth.tolist())):
+        if depths[x] >= 0:
+            return None
+        depths[x] = d
+    steps = int(max(history_depths(game).max(), 1))
+    groups = [np.flatnonzero(depths == d).astype(np.int32) for d in range(steps)]
+    place = np.full(game.num_infostates, sum(len(g) for g in groups), np.int32)
+    place[np.concatenate(groups)] = np.arange(sum(len(g) for g in groups), dtype=np.int32)
+    return DepthIndex(infostates=tuple(jnp.asarray(g) for g in groups), order=jnp.asarray(place))
+
+
+def counts_by_depth(infostate: jax.Array, valid: jax.Array, index: DepthIndex) -> jax.Array:
+    """``[I]``: the counts of :func:`counts_by_comparison` from ``[N, D]`` steps, comparing
+    the steps at depth ``d`` with the information states at that depth only (``N`` x ``I``
+    comparisons in all, not ``N`` x ``D`` x ``I``; no scatter: the counts are put in place
+    by a gather of in-range indices)."""
+    parts = [jnp.sum((infostate[:, d, None] == ids[None, :]) & valid[:, d, None], axis=0,
+                     dtype=jnp.int32)
+             for d, ids in enumerate(index.infostates) if ids.shape[0]]
+    counts = jnp.concatenate(parts + [jnp.zeros((1,), jnp.int32)])
+    return counts[index.order].astype(jnp.float32)
+
+
+def visit_counts(episodes: Episodes, num_infostates: int, index: DepthIndex | None = None
+                 ) -> jax.Array:
     """``[I]``: how many steps of the episodes were taken at each information state.
 
     Counts are small integers, exact in float32 whichever way they are added,
-    so the two ways give the same numbers: a segment sum on the CPU, and on an
+    so the ways give the same numbers: a segment sum on the CPU, and on an
     accelerator a comparison summed over the steps, which needs no scatter
-    (XLA's deterministic scatter sorts its indices, slow at every cycle).  The
-    way is chosen when the program is traced, for the backend it compiles for
-    (a ``lax.platform_dependent`` keeps both and costs the CPU a fifth of its
+    (XLA's deterministic scatter sorts its indices, slow at every cycle), by
+    depth where ``index`` is given (:func:`counts_by_depth`).  The way is chosen
+    when the program is traced, for the backend it compiles for (a
+    ``lax.platform_dependent`` keeps both and costs the CPU a fifth of its
     speed).
     """
-    count = counts_by_scatter if jax.default_backend() == "cpu" else counts_by_comparison
-    return count(episodes.infostate.ravel(), episodes.valid.ravel(), num_infostates)
+    if jax.default_backend() == "cpu":
+        return counts_by_scatter(episodes.infostate.ravel(), episodes.valid.ravel(),
+                                 num_infostates)
+    if index is not None:
+        return counts_by_depth(episodes.infostate, episodes.valid, index)
+    return counts_by_comparison(episodes.infostate.ravel(), episodes.valid.ravel(),
+                                num_infostates)

@@ -89,6 +89,7 @@ class NeuralGame:
     tree: HistoryTree
     tensors: jax.Array  # float32 [I, T]
     infostate_player: jax.Array  # int32 [I]
+    depth_index: sampler.DepthIndex | None  # for the visit counts on an accelerator
     num_actions: int = field(metadata=dict(static=True))
 
 
@@ -100,6 +101,7 @@ def neural_game(game: CompiledGame) -> NeuralGame:
         tree=history_tree(game, jnp.float32),
         tensors=jnp.asarray(game.infostate_tensor, dtype=jnp.float32),
         infostate_player=jnp.asarray(game.infostate_player, dtype=jnp.int32),
+        depth_index=sampler.depth_index(game),
         num_actions=game.num_actions,
     )
 
@@ -197,7 +199,8 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
         critic_loss = critic_loss + value
 
     # 2. policy improvement at every visited information state, weighted by its visits
-    weights = losses.state_weights(sampler.visit_counts(batches[-1], tree.num_infostates),
+    weights = losses.state_weights(sampler.visit_counts(batches[-1], tree.num_infostates,
+                                                        game.depth_index),
                                    players, spec.loss_normalisation, spec.policy_batch)
     if spec.critic == "exact":
         q = action_values(tree, table, eta, sign)[0]

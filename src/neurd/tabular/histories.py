@@ -88,6 +88,15 @@ class HistoryTree:
         return self.player >= 0
 
 
+def history_depths(game: CompiledGame) -> np.ndarray:
+    """``[H]``: each history's depth (edges from the root, the root at 0)."""
+    parent = np.where(game.history_parent >= 0, game.history_parent, 0)
+    depth = np.zeros(game.num_histories, dtype=np.int64)
+    for h in range(1, game.num_histories):  # preorder: a parent comes before its children
+        depth[h] = depth[parent[h]] + 1
+    return depth
+
+
 def history_tree(game: CompiledGame, dtype=jnp.float64) -> HistoryTree:
     """The history arrays of ``game``, real numbers in ``dtype`` (float64 or float32)."""
     parent = np.where(game.history_parent >= 0, game.history_parent, 0).astype(np.int32)
@@ -100,9 +109,7 @@ def history_tree(game: CompiledGame, dtype=jnp.float64) -> HistoryTree:
     children = game.history_children
     valid = children != NO_INDEX
     own = np.arange(game.num_histories, dtype=np.int32)[:, None]
-    depth = np.zeros(game.num_histories, dtype=np.int64)
-    for h in range(1, game.num_histories):  # preorder: a parent comes before its children
-        depth[h] = depth[parent[h]] + 1
+    depth = history_depths(game)
     terminal_return = np.where(player == TERMINAL, game.history_returns[:, 0], 0.0)
     legal = game.infostate_legal
     return HistoryTree(
