@@ -160,14 +160,13 @@ def depth_index(game) -> DepthIndex | None:
     from neurd.tabular.histories import history_depths
 
     depth = history_depths(game)
+    steps = int(depth.max())  # an episode's steps (HistoryTree.depth)
     decision = game.history_player >= 0
-    infostate, depth = game.history_infostate[decision], depth[decision]
     depths = np.zeros(game.num_infostates, np.int64) - 1
-    for x, d in set(zip(infostate.tolist(), depth.tolist())):
+    for x, d in set(zip(game.history_infostate[decision].tolist(), depth[decision].tolist())):
         if depths[x] >= 0:
             return None
         depths[x] = d
-    steps = int(max(history_depths(game).max(), 1))
     groups = [np.flatnonzero(depths == d).astype(np.int32) for d in range(steps)]
     place = np.full(game.num_infostates, sum(len(g) for g in groups), np.int32)
     place[np.concatenate(groups)] = np.arange(sum(len(g) for g in groups), dtype=np.int32)
