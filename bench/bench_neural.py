@@ -228,25 +228,17 @@ def report(results: list[dict], command: str, gpu_tflops: float) -> str:
 
 
 GPU_HEADING = "## GPU, measured"
-CPU_HEADING = "## CPU, measured"
 
 
-def gpu_section(paths, heading: str = None) -> str:
-    """The measured table of every report in ``paths`` (``bench/gpu/*.json``, or
-    ``bench/cpu/*.json`` with ``heading=CPU_HEADING``; written by gpu_check.py)."""
-    intro = ("Throughput of `train.run_segment` at N configurations in one batch, a cycle being "
+def gpu_section(paths) -> str:
+    """The measured GPU table of every report in ``bench/gpu/*.json`` (from gpu_check.py)."""
+    lines = [GPU_HEADING, "",
+             "Throughput of `train.run_segment` at N configurations in one batch, a cycle being "
              "4 critic updates and 1 policy update (4 learning iterations); the checkpoint "
              "evaluation (every configuration's exact NashConv and critic error, float64) timed "
              "apart. Paper-scale minutes: 247,500 cycles plus 213 checkpoint evaluations per "
              "game, where the evaluation was timed. `bench/gpu_check.py` measures it (`make "
-             "gpu-check`); the reports are `bench/gpu/*.json`.")
-    if heading == CPU_HEADING:
-        intro = ("The same measurement on this CPU (`bench/gpu_check.py --platform cpu`, which "
-                 "also runs its checks there, the CPU standing in for the GPU), the code before "
-                 "a change (`baseline`) beside the code after it (`this`), at the default "
-                 "scale's batch of 24 configurations; the reports are `bench/cpu/*.json`. A "
-                 "proxy for the GPU while none is at hand, not a GPU figure.")
-    lines = [heading or GPU_HEADING, "", intro, ""]
+             "gpu-check`); the reports are `bench/gpu/*.json`.", ""]
     for path in sorted(paths):
         data = json.loads(Path(path).read_text())
         lines += [f"### {data['device']} ({data['date']})", "", f"Command: `{data['command']}`",
@@ -266,15 +258,10 @@ def gpu_section(paths, heading: str = None) -> str:
     return "\n".join(line for line in lines) + "\n"
 
 
-def with_gpu_section(text: str, paths, cpu_paths=()) -> str:
-    """``text`` with its measured sections (if any) replaced: the GPU reports', then the
-    CPU reports'."""
-    text = text.split(GPU_HEADING)[0].split(CPU_HEADING)[0].rstrip() + "\n\n"
-    if paths:
-        text += gpu_section(paths)
-    if cpu_paths:
-        text = text.rstrip() + "\n\n" + gpu_section(cpu_paths, CPU_HEADING)
-    return text
+def with_gpu_section(text: str, paths) -> str:
+    """``text`` with its GPU section (if any) replaced by the measured one."""
+    text = text.split(GPU_HEADING)[0].rstrip() + "\n\n"
+    return text + gpu_section(paths) if paths else text
 
 
 def main(argv=None) -> int:
@@ -294,10 +281,8 @@ def main(argv=None) -> int:
                         help="only rewrite the measured GPU section from bench/gpu/*.json")
     args = parser.parse_args(argv)
     gpu_reports = sorted(Path(__file__).with_name("gpu").glob("*.json"))
-    cpu_reports = sorted(Path(__file__).with_name("cpu").glob("*.json"))
     if args.gpu_section_only:
-        Path(args.out).write_text(with_gpu_section(Path(args.out).read_text(), gpu_reports,
-                                                   cpu_reports))
+        Path(args.out).write_text(with_gpu_section(Path(args.out).read_text(), gpu_reports))
         return 0
     results = []
     for name in args.games:
@@ -316,8 +301,7 @@ def main(argv=None) -> int:
         results.append(result)
     command = "python bench/bench_neural.py " + " ".join(argv if argv is not None
                                                          else sys.argv[1:])
-    text = with_gpu_section(report(results, command.strip(), args.gpu_tflops), gpu_reports,
-                            cpu_reports)
+    text = with_gpu_section(report(results, command.strip(), args.gpu_tflops), gpu_reports)
     Path(args.out).write_text(text)
     print(text)
     return 0

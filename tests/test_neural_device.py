@@ -5,6 +5,7 @@ move between machines, a wall-time budget whose pieces add up to one run, and th
 The tests marked ``gpu`` need a GPU visible to JAX and are skipped (not failed) without one.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -212,8 +213,7 @@ def test_a_state_at_two_depths_has_no_depth_index(compiled):
     deeper = decisions[depth[decisions] > depth[first]][0]
     moved = game.history_infostate.copy()
     moved[deeper] = moved[first]
-    assert sampler.depth_index(__import__("dataclasses").replace(
-        game, history_infostate=moved)) is None
+    assert sampler.depth_index(dataclasses.replace(game, history_infostate=moved)) is None
 
 
 def test_every_algorithm_in_one_vmap_gives_each_its_own_numbers(compiled):

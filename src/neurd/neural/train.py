@@ -34,9 +34,8 @@ and splitting the seeds between jobs changes no number.
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import jax
@@ -274,7 +273,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
 
     state = jax.lax.fori_loop(0, num_cycles, body, state)
     # each cycle computes the table it samples from; the last weights' table is made here
-    state = dataclasses.replace(state, table=jax.vmap(partial(policy_table, spec, game))(
+    state = replace(state, table=jax.vmap(partial(policy_table, spec, game))(
         state.policy))
     return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
