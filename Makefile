@@ -10,7 +10,8 @@ CONFIG ?= workflow/config/default.yaml
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures smoke paper test lint report lock clean-results gpu-check readings publish
+.PHONY: figures smoke paper test lint report lock clean-results gpu-check readings publish \
+	gpu-allocation-inputs gpu-allocation publish-blocks
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +47,39 @@ test: $(STAMP)
 PUBLISH ?= workflow/config/paper.yaml
 publish: $(STAMP)
 	$(BIN)/neurd publish $(PUBLISH) $(if $(GAME),--game $(GAME))
+
+# The paper-scale Fig 6 in short GPU allocations (docs/paper-scale.md).
+# Here, once per revision: the paper's config snapshot, its games compiled, and the source
+# tree of BASELINE_REV (timed beside this one by an allocation that measures).
+PAPER_RESULTS = results/paper
+PAPER_GAMES_NPZ = $(PAPER_RESULTS)/neural/kuhn/game.npz $(PAPER_RESULTS)/neural/leduc/game.npz \
+	$(PAPER_RESULTS)/neural/goofspiel/game.npz
+BASELINE_REV ?= 1d22898
+gpu-allocation-inputs: $(STAMP)
+	$(BIN)/snakemake $(PAPER_RESULTS)/config/neural.json $(PAPER_GAMES_NPZ) --cores $(CORES) \
+	  --configfile workflow/config/paper.yaml
+	$(BIN)/python -c 'import json; from neurd.provenance import git_revision, source_hash; \
+	  print(json.dumps({**git_revision("."), "source_hash": source_hash()}))' \
+	  > $(PAPER_RESULTS)/revision.json
+	rm -rf $(PAPER_RESULTS)/baseline && mkdir -p $(PAPER_RESULTS)/baseline
+	git archive $(BASELINE_REV) src | tar -x -C $(PAPER_RESULTS)/baseline
+
+# On the GPU machine (python3 with jax for CUDA; no venv, Snakemake or OpenSpiel needed), with
+# results/paper carried there: check, measure if no table of this card is given, run the seed
+# blocks that fit, pack them into OUT.  THROUGHPUT: earlier allocations' reports.
+MINUTES ?= 9.5
+OUT ?= $(PAPER_RESULTS)/allocation-out
+THROUGHPUT ?= $(wildcard bench/gpu/allocations/*.json)
+gpu-allocation:
+	$(PYTHON) bench/gpu_allocation.py --minutes $(MINUTES) --out $(OUT) \
+	  $(foreach t,$(THROUGHPUT),--throughput $(t)) \
+	  $(if $(wildcard $(PAPER_RESULTS)/baseline/src),--baseline $(PAPER_RESULTS)/baseline/src)
+
+# Back here: check the packed blocks in FROM (folders holding blocks.json) and add them to
+# published/paper; each allocation's report is kept in bench/gpu/allocations/. Commit both.
+FROM ?= $(OUT)
+publish-blocks: $(STAMP)
+	$(BIN)/neurd published-add workflow/config/paper.yaml $(FROM) --keep-reports bench/gpu/allocations
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
 # the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end

@@ -104,7 +104,8 @@ def _steps(res: str, config) -> list[list[str]]:
                "--curves", f"{folder}/jobs/{critic}_{chunk}_curves.parquet",
                "--policies", f"{folder}/jobs/{critic}_{chunk}_policies.parquet"]
               for critic, chunk in mine],
-            ["neural-table", "--config", cfg["neural"], "--compiled", f"{folder}/game.npz",
+            ["neural-table", "--config", cfg["neural"], "--game", game,
+             "--compiled", f"{folder}/game.npz",
              "--curves", *[f"{folder}/jobs/{c}_{k}_curves.parquet" for c, k in mine],
              "--policies", *[f"{folder}/jobs/{c}_{k}_policies.parquet" for c, k in mine
                              if c == "learned"],

@@ -1,15 +1,23 @@
 """Neural checkpoints that do not fit the job (NaN or misshapen leaves, a leaf too many or too
 few, results that are not what the job would hold, ``next_row`` off the grid, a broken
 ``meta.json``, a truncated part file) are dropped: one warning names the folder (and the file),
-the folder is removed before any compute uses it, and the job runs afresh to the tables of an
-uninterrupted run.  A fitting checkpoint is still resumed; another run's is ignored, not
-dropped; nothing in the folder that is not the checkpoint's is deleted."""
+the saved state is removed before any compute uses it, and the job runs afresh to the tables of
+an uninterrupted run.  So is one altered after it was saved (a part's SHA-256 or ``meta.json``'s
+digest differs: an edited provenance included) or whose parts declare more bytes than a part
+holds.  The content checks are tested on consistently forged checkpoints (hashes and digest
+recomputed after the edit), so each holds on its own.  A fitting checkpoint is still resumed;
+another run's is ignored, not dropped; nothing in the folder that is not the checkpoint's is
+deleted, and a path this project did not make (a file, a folder of other files, a folder it
+cannot write to) is refused before any compute."""
 
 import dataclasses
+import hashlib
+import io
 import json
 import logging
 import os
 import shutil
+import zipfile
 
 import jax
 import numpy as np
@@ -64,7 +72,13 @@ def _meta(folder):
     return json.loads((folder / "meta.json").read_text())
 
 
-def _write_meta(folder, meta):
+def _write_meta(folder, meta, seal=True):
+    """Write ``meta.json``; ``seal``: with every part's SHA-256 and the digest recomputed, as a
+    consistent forgery would (so that the check under test is the one that refuses it)."""
+    if seal:
+        meta["sha256"] = {p: hashlib.sha256((folder / p).read_bytes()).hexdigest()
+                          for p in meta["parts"]}
+        meta["digest"] = experiment._meta_digest(meta)
     (folder / "meta.json").write_text(json.dumps(meta))
 
 
@@ -108,7 +122,7 @@ def _run(kuhn, folder, monkeypatch, caplog):
 
     def spy(self, *args, **kwargs):
         out = restore(self, *args, **kwargs)
-        left.append(os.path.exists(self.path))
+        left.append(os.path.exists(os.path.join(self.path, "meta.json")))
         return out
 
     monkeypatch.setattr(experiment._Checkpoint, "restore", spy)
@@ -121,7 +135,8 @@ def _run(kuhn, folder, monkeypatch, caplog):
 
 def _assert_dropped(kuhn, reference, folder, monkeypatch, caplog, *named):
     """The job drops the checkpoint at restore with one warning naming the folder and
-    ``named``, starts afresh, saves over it, and writes the uninterrupted run's tables."""
+    ``named``, starts afresh, saves over it, and writes the uninterrupted run's tables (and
+    removes the folder at its end)."""
     results, left, warnings = _run(kuhn, folder, monkeypatch, caplog)
     assert len(warnings) == 1, warnings
     assert str(folder) in warnings[0] and all(n in warnings[0] for n in named), warnings[0]
@@ -157,15 +172,103 @@ def test_another_runs_checkpoint_is_ignored_not_dropped(kuhn, reference, checkpo
         np.testing.assert_array_equal(results[key], reference[key], err_msg=key)
 
 
-def test_a_file_in_the_folders_place_is_kept_until_the_first_save(kuhn, reference, tmp_path,
-                                                                  monkeypatch, caplog):
+def _no_compute(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the job computed before refusing its checkpoint path")
+
+    monkeypatch.setattr(train, "run_segment", refuse)
+
+
+@pytest.mark.parametrize("what", ["file", "folder of other files", "folder of another "
+                                  "checkpoint format", "symlink"])
+def test_a_path_this_project_did_not_make_is_refused_and_kept(kuhn, tmp_path, monkeypatch, what):
+    """Never remove or overwrite what this project did not write: a file, a folder holding
+    files but not the marker (a user's, or one holding a meta.json and parts of its own), or a
+    link is refused before any compute, and left as it was."""
     path = tmp_path / "checkpoint"
-    path.write_text("not a checkpoint")
-    results, left, warnings = _run(kuhn, path, monkeypatch, caplog)
-    assert len(warnings) == 1 and str(path) in warnings[0] and left
-    assert not path.exists() and len(results["pieces"]) == 1
+    if what == "file":
+        path.write_text("my notes")
+    elif what == "symlink":
+        (tmp_path / "elsewhere").mkdir()
+        path.symlink_to(tmp_path / "elsewhere")
+    else:
+        path.mkdir()
+        names = (["notes.txt"] if what == "folder of other files"
+                 else ["meta.json", "part-0-0.npz"])
+        for name in names:
+            (path / name).write_text("mine")
+    before = {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    _no_compute(monkeypatch)
+    with pytest.raises(experiment.CheckpointPathError) as refused:
+        experiment.run(kuhn, _plan(), checkpoint_path=path)
+    assert str(path) in str(refused.value)
+    assert {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_folder_that_cannot_be_written_is_refused_before_compute(kuhn, tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        # root writes through a folder's mode bits: refuse writing the way a full or
+        # read-only disk does
+        def denied(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(experiment, "atomic_path", denied)
+    folder = tmp_path / "readonly"
+    folder.mkdir()
+    folder.chmod(0o555)
+    _no_compute(monkeypatch)
+    try:
+        with pytest.raises(experiment.CheckpointPathError, match="cannot be written"):
+            experiment.run(kuhn, _plan(), checkpoint_path=folder / "checkpoint")
+    finally:
+        folder.chmod(0o755)
+
+
+def test_an_empty_folder_is_used_and_removed_at_the_end(kuhn, reference, tmp_path):
+    folder = tmp_path / "given"
+    folder.mkdir()
+    results = experiment.run(kuhn, _plan(), checkpoint_path=folder, checkpoint_seconds=0.0)
+    assert not folder.exists()
     for key in COMPARED:
         np.testing.assert_array_equal(results[key], reference[key], err_msg=key)
+
+
+# --- altered after it was saved -----------------------------------------------------------
+
+
+def test_an_edited_provenance_is_dropped(kuhn, reference, checkpoint, monkeypatch, caplog):
+    """A checkpoint naming a device that never ran (its pieces edited, the digest not
+    recomputed) does not lend its provenance to the curves."""
+    meta = _meta(checkpoint)
+    meta["pieces"][0]["device"] = "NVIDIA H200"
+    _write_meta(checkpoint, meta, seal=False)
+    _assert_dropped(kuhn, reference, checkpoint, monkeypatch, caplog, "altered")
+
+
+def test_a_part_changed_in_place_is_dropped(kuhn, reference, checkpoint, monkeypatch, caplog):
+    part = checkpoint / _meta(checkpoint)["parts"][0]
+    data = bytearray(part.read_bytes())
+    data[-200] ^= 1  # same size, one bit
+    part.write_bytes(bytes(data))
+    _assert_dropped(kuhn, reference, checkpoint, monkeypatch, caplog, part.name, "SHA-256")
+
+
+def test_a_part_that_would_inflate_is_dropped_before_it_is_read(kuhn, reference, checkpoint,
+                                                                monkeypatch, caplog):
+    """A part whose member declares gigabytes (a compressed zip bomb), sealed consistently, is
+    refused from its declared sizes (its zip directory), before numpy reads it."""
+    meta = _meta(checkpoint)
+    name = f"part-{meta['generation']}-{len(meta['parts'])}.npz"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("bomb.npy", "w", force_zip64=True) as member:
+            block = bytes(2**20)
+            for _ in range(64):  # 64 MiB of zeros: a few hundred kB on disk
+                member.write(block)
+    (checkpoint / name).write_bytes(buffer.getvalue())
+    meta["parts"].append(name)
+    _write_meta(checkpoint, meta)
+    _assert_dropped(kuhn, reference, checkpoint, monkeypatch, caplog, name, "declares")
 
 
 # --- the state: NaN, shape, dtype, count ------------------------------------------------------
@@ -269,8 +372,8 @@ def test_a_truncated_part_file_is_dropped(kuhn, reference, checkpoint, monkeypat
 
 def test_only_the_checkpoints_own_files_are_deleted(kuhn, reference, checkpoint, monkeypatch,
                                                     caplog):
-    """A refused checkpoint in a folder that holds something else: its files go, the rest
-    stays (and so does the folder, when the job ends)."""
+    """A refused checkpoint in its folder, where someone put something else since: its files
+    go, the rest stays (and so does the folder, when the job ends)."""
     (checkpoint / "notes.txt").write_text("mine")
     (checkpoint / "part-notes.npz").write_text("mine too")
     (checkpoint / "meta.json").write_text("[]")

@@ -491,9 +491,9 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
 
 
 def test_publish_a_finished_run_and_refuse_a_half_finished_one(smoke_run, tmp_path):
-    """`neurd publish` makes a publication of the smoke run that every reader accepts and the
-    workflow draws; a run with a job unfinished (its curves missing, or its checkpoint folder
-    still there) is refused, naming the file."""
+    """`neurd publish` makes a publication of the smoke run (each job a seed block) that every
+    reader accepts and the workflow draws; a run with a job unfinished (its curves missing, or
+    its checkpoint folder still there) is refused, naming the file, and nothing is written."""
     from neurd import publication
 
     workdir = tmp_path / "copy"
@@ -518,10 +518,14 @@ def test_publish_a_finished_run_and_refuse_a_half_finished_one(smoke_run, tmp_pa
     (tmp_path / "curves.parquet").rename(jobs / "learned_1_curves.parquet")
     done = publish()
     assert done.returncode == 0, done.stderr[-3000:]
-    manifest, _ = publication.check(workdir / "published/smoke")
-    assert list(manifest["games"]) == ["kuhn"]
-    for name in publication.COPIED:
-        assert (workdir / f"published/smoke/neural/kuhn/{name}.parquet").read_bytes() == \
-            (workdir / SMOKE / f"neural/kuhn/{name}.parquet").read_bytes()
+    folder = workdir / "published/smoke"
+    manifest, cfg = publication.check(folder)
+    publication.check_content(folder, manifest, cfg)
+    assert manifest["games"]["kuhn"]["seeds"] == [0, 1]
+    for critic in ("learned", "exact"):
+        for chunk in (0, 1):
+            block = folder / publication.block_folder("kuhn", f"{critic}_s{chunk}-{chunk}")
+            assert (block / "curves.parquet").read_bytes() == \
+                (jobs / f"{critic}_{chunk}_curves.parquet").read_bytes()
     dry = _snakemake(workdir, "-n", "--configfile", "workflow/config/smoke.yaml")
     assert dry.returncode == 0, dry.stderr[-3000:]

@@ -1,42 +1,84 @@
-"""A published Fig 6: a finished scale's neural tables, shipped in the repository.
+"""A published Fig 6: neural runs shipped in the repository, a seed block at a time.
 
-The paper-scale Fig 6 takes a GPU to compute; its tables are computed once,
-published in a tracked folder (``published/paper/``), and drawn from there by
-``make figures`` on any machine.  A publication's layout::
+The paper-scale Fig 6 takes a GPU; it arrives in **seed blocks** (a game's
+runs of seeds ``first..last`` with one critic, every algorithm and entropy
+level: :func:`neurd.pipeline.neural.block_plan`), computed in short GPU
+allocations and published here as they come, so the publication is valid, and
+drawn by ``make figures``, at every size from no block to every seed.  Its
+layout::
 
-    manifest.json              format, config hash, games, every file's SHA-256 and size
-    README.md                  what the folder holds, written with it
-    config/neural.json         the neural config snapshot every table was computed from
-    neural/<game>/nashconv.parquet, nashconv_ci.parquet, summary.parquet,
-                  diagnostics.parquet     as the pipeline writes them, byte for byte
-    neural/<game>/policies.parquet        the end-of-phase policies of each algorithm's
-                                          best entropy level (``policies: best``) or all
-    neural/<game>/provenance.json         per job: run seeds, critic, and every piece of
-                                          it (device, driver, jax, git revision, wall
-                                          time, configuration-iterations per second)
+    manifest.json          format, config hash, per game its blocks and seeds, and every
+                           file's SHA-256 and size
+    README.md              what the folder holds, written with it
+    config/neural.json     the neural config snapshot every block was computed from
+    neural/<game>/blocks/<critic>_s<first>-<last>/
+        curves.parquet     the block's job curves, byte for byte as ``neurd neural-run``
+                           wrote them (NashConv and diagnostics at every checkpoint)
+        policies.parquet   the end-of-phase policies of each algorithm's best entropy
+                           level within the block (lowest mean final NashConv of its seeds)
+        provenance.json    seeds, batches, game string and content hash, and every piece
+                           of compute (device, driver, jax, revision, wall seconds,
+                           configuration-iterations per second), from the curves' metadata
+    neural/<game>/summary.parquet, nashconv_ci.parquet
+                           derived from every block's curves (main critic): per run final
+                           and average NashConv, and the bootstrap CI over the seeds there
 
-:func:`publish` adds one game at a time from a finished run (every job done,
-every run at every checkpoint; a half-finished job's tables are refused), so
-each game can be published as soon as its run is done.  :func:`check` is what
-every reader calls first: the manifest's hashes, the tables' columns and
-config hash, each run complete, and -- given the config the publication
-should match -- the same config hash, else :class:`PublicationError` naming
-what differs (a stale publication is refused, never drawn).
+A publication is written only whole: :func:`add_blocks` (and :func:`publish_run`,
+:func:`init`) build the new one in a folder beside it, check it as every reader
+will, and swap it in with two renames; an interrupted swap is undone by the
+next writer.  Nothing in it is trusted for its hashes alone:
+
+* :func:`check` (every reader, when a config is validated): the manifest's
+  fields, every listed file inside the folder, a regular file (no links), of
+  its size and SHA-256, nothing unlisted, the caps (files, bytes), the config
+  snapshot (and, given the config it should be, not stale);
+* :func:`check_content` (``published-check``, the job that draws it): every
+  block's tables -- schema, the config and game they are of, one row per
+  (algorithm, entropy, seed, checkpoint) over the whole grid, values finite and
+  in range, probabilities summing to 1, the kept entropy levels the block's
+  best, the provenance what the curves record --, whole seeds, no seed in two
+  blocks, and the derived tables recomputed and equal;
+* :func:`reproduce` (``published-reproduce``): each block's first learning
+  cycles run again here, and :func:`phase_end_nash_conv`: the exact NashConv of
+  the published policies at each phase end, against the published values.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
+import re
 import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
 
+from neurd import games as game_files
 from neurd.config import load_snapshot
+from neurd.pipeline.neural import (
+    CI_COLUMNS,
+    CURVES_COLUMNS,
+    DIAGNOSTIC_COLUMNS,
+    NASHCONV_COLUMNS,
+    POLICY_COLUMNS,
+    SUMMARY_COLUMNS,
+    best_entropies,
+    block_name,
+    check_block,
+    ci_table,
+    critics,
+    main_critic,
+    parse_block,
+    summary_table,
+    uniform_nash_conv,
+)
 from neurd.tables import (
     canonical_json,
     config_hash,
@@ -47,24 +89,45 @@ from neurd.tables import (
     write_text,
 )
 
+log = logging.getLogger(__name__)
+
 FORMAT = "neurd-publication"
-VERSION = 1
+VERSION = 2  # 2: seed blocks
 MANIFEST = "manifest.json"
 CONFIG = "config/neural.json"
-COPIED = ("nashconv", "nashconv_ci", "summary", "diagnostics")  # byte for byte
-TABLES = (*COPIED, "policies")
-POLICIES = ("best", "all")
+BLOCK_FILES = ("curves.parquet", "policies.parquet", "provenance.json")
+DERIVED = {"summary": SUMMARY_COLUMNS, "nashconv_ci": CI_COLUMNS}
 MAX_BYTES = 60 * 2**20  # the whole folder (the repository ships it)
+MAX_FILE_BYTES = 16 * 2**20
+MAX_FILES = 3000
+# a derived table recomputed on another machine may differ in the last bits of a float
+DERIVED_TOLERANCE = 1e-9
+# how far NashConv recomputed from the published float64 policies may be from the published
+# value (the same float64 computation on another machine)
+PHASE_END_TOLERANCE = 1e-9
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class PublicationError(ValueError):
     """A publication that cannot be made or read as it is; the message names the file."""
 
 
-def game_files(game: str) -> list[str]:
-    """A game's files in a publication, relative to its folder."""
-    return [*(f"neural/{game}/{name}.parquet" for name in TABLES),
-            f"neural/{game}/provenance.json"]
+@dataclass(frozen=True)
+class BlockSource:
+    """A finished block to publish: its game and its job's two tables."""
+
+    game: str
+    curves: Path
+    policies: Path
+
+
+def block_folder(game: str, name: str) -> str:
+    return f"neural/{game}/blocks/{name}"
+
+
+def derived_files(game: str) -> list[str]:
+    return [f"neural/{game}/{name}.parquet" for name in DERIVED]
 
 
 def _sha256(path: Path) -> str:
@@ -99,104 +162,708 @@ def stale_keys(published: Mapping, expected: Mapping, defaults: Mapping) -> list
     return differences(published, {k: v for k, v in expected.items() if k not in added})
 
 
-# --- what a finished run is -----------------------------------------------------------------
+# --- the manifest ---------------------------------------------------------------------------
 
 
-def incomplete(cfg: Mapping, game: str, nashconv: pd.DataFrame) -> list[str]:
-    """What a game's NashConv table lacks to be a finished run of ``cfg`` (empty: nothing):
-    every (algorithm, entropy, seed) at every checkpoint of the schedule, finite."""
-    from neurd.neural.experiment import checkpoint_grid
-
-    iterations, phases = checkpoint_grid(
-        int(cfg["phase_iterations"][game]), int(cfg["phases"]),
-        int(cfg["checkpoints"]["geometric"]), int(cfg["checkpoints"]["linear"]),
-        int(cfg["critic_updates_per_policy_update"]))
-    schedule = set(zip(iterations.tolist(), phases.tolist()))
-    runs = {(a, float(e), s) for a in cfg["algorithms"] for e in cfg["entropies"]
-            for s in range(int(cfg["seeds"]))}
-    rows = nashconv[nashconv.game == game]
-    found = {(a, float(e), int(s)): set(zip(r.iteration.tolist(), r.phase.tolist()))
-             for (a, e, s), r in rows.groupby(["algorithm", "entropy", "seed"])}
-    problems = []
-    missing = sorted(runs - set(found))
-    if missing:
-        problems.append(f"{len(missing)} of {len(runs)} runs missing, e.g. {missing[0]}")
-    short = sorted(k for k, points in found.items() if k in runs and points != schedule)
-    if short:
-        have = found[short[0]]
-        problems.append(f"{len(short)} runs not at every checkpoint, e.g. {short[0]} at "
-                        f"{len(have & schedule)} of {len(schedule)} (last iteration "
-                        f"{max(i for i, _ in have) if have else None} of {max(iterations)})")
-    extra = sorted(set(found) - runs)
-    if extra:
-        problems.append(f"{len(extra)} runs the config does not make, e.g. {extra[0]}")
-    if not np.all(np.isfinite(rows.nash_conv.to_numpy())):
-        problems.append("NashConv not finite")
-    return problems
+_VERBS = ("is ", "holds ", "has ", "lists ", "records ", "was ", "cannot ")
 
 
-# --- publishing -----------------------------------------------------------------------------
+def _fail(path, message: str):
+    """Refuse, naming ``path``: ``<path> is ...`` for what the file is, ``<path>: ...`` for
+    what one of its parts is."""
+    raise PublicationError(f"{path}{' ' if message.startswith(_VERBS) else ': '}{message}")
 
 
 def _read_manifest(folder: Path) -> dict | None:
+    """The manifest of ``folder``, its fields checked; None if there is none."""
     path = folder / MANIFEST
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
+    if path.is_symlink() or not path.is_file():
+        _fail(path, "is not a regular file")
+    if path.stat().st_size > 4 * 2**20:
+        _fail(path, f"is {path.stat().st_size} bytes, too large for a manifest")
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        raise PublicationError(f"{path} cannot be read: {error}") from None
+        _fail(path, f"cannot be read ({error})")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise PublicationError(f"{path} is not a publication's manifest (format {FORMAT!r})")
+        _fail(path, f"is not a publication's manifest (format {FORMAT!r})")
     if manifest.get("version") != VERSION:
-        raise PublicationError(f"{path}: publication format version {manifest.get('version')}, "
-                               f"this code reads version {VERSION}: publish it again")
+        _fail(path, f"publication format version {manifest.get('version')!r}, this code reads "
+                    f"version {VERSION}: publish it again (with --replace)")
+    if not (isinstance(manifest.get("config_hash"), str)
+            and _HEX16.fullmatch(manifest["config_hash"])):
+        _fail(path, "config_hash is not 16 hex digits")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or len(files) > MAX_FILES:
+        _fail(path, f"files is not a mapping of at most {MAX_FILES} paths")
+    for relative, entry in files.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+                and _HEX64.fullmatch(entry["sha256"]) and type(entry.get("bytes")) is int
+                and 0 <= entry["bytes"] <= MAX_FILE_BYTES):
+            _fail(path, f"files[{relative!r}] is not a record of sha256 and bytes (at most "
+                        f"{MAX_FILE_BYTES})")
+        pure = PurePosixPath(relative)
+        if (not relative or pure.is_absolute() or ".." in pure.parts or "\\" in relative
+                or pure.as_posix() != relative or relative == MANIFEST):
+            _fail(path, f"lists {relative!r}, which is not a plain path inside the folder")
+    publications = manifest.get("games")
+    if not isinstance(publications, dict):
+        _fail(path, "games is not a mapping")
+    for game, entry in publications.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("blocks"), list)
+                and all(isinstance(b, str) for b in entry["blocks"])
+                and isinstance(entry.get("seeds"), list)
+                and all(type(s) is int for s in entry["seeds"])):
+            _fail(path, f"games[{game!r}] is not a record of blocks and seeds")
+        for name in entry["blocks"]:
+            try:
+                parse_block(name)
+            except ValueError as error:
+                _fail(path, f"games[{game!r}]: {error}")
+    if type(manifest.get("bytes")) is not int:
+        _fail(path, "bytes is not a number of bytes")
     return manifest
 
 
-def _job_provenance(cfg: Mapping, results: Path, game: str) -> list[dict]:
-    """Every job of ``game``: critic, chunk, run seeds, and its pieces (from the job's curves
-    metadata, where ``neurd neural-run`` records them)."""
-    from neurd.pipeline.neural import jobs
+def published_games(folder: str | os.PathLike) -> list[str]:
+    """The games with at least one block in a publication (none if there is no publication)."""
+    manifest = _read_manifest(Path(folder))
+    return [] if manifest is None else [g for g, e in manifest["games"].items() if e["blocks"]]
 
-    out = []
-    for g, critic, chunk in jobs(cfg):
-        if g != game:
+
+def interrupted(folder: Path) -> list[Path]:
+    """What an interrupted write left beside ``folder`` (its build and its previous state)."""
+    return sorted(folder.parent.glob(f".{folder.name}.new-*")) + sorted(
+        folder.parent.glob(f".{folder.name}.old-*"))
+
+
+# --- the check every reader makes ----------------------------------------------------------
+
+
+def check(folder: str | os.PathLike, expected: Mapping | None = None,
+          expected_from: str = "", defaults: Mapping | None = None) -> tuple[dict, dict]:
+    """``(manifest, config)`` of the publication in ``folder``, checked; else
+    :class:`PublicationError` naming the file and what is wrong.
+
+    The folder is a folder (not a link) holding a well-formed manifest; every
+    file it lists is inside it, a regular file reached through no link, of its
+    listed size and SHA-256; it holds no other file; the caps on files and
+    bytes hold (counted on disk, not from the manifest); the config snapshot has
+    the manifest's hash and is, given ``expected`` (the neural snapshot the
+    publication should be of, read from ``expected_from``), that config
+    (:func:`stale_keys`, with the neural schema's ``defaults``); every game is
+    the config's with its files listed and whole, disjoint seed blocks.  The
+    tables' content is :func:`check_content`'s.
+    """
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir():
+        left = interrupted(folder)
+        raise PublicationError(
+            f"{folder} is not a folder" + (f" (an interrupted publish left {left[0].name} "
+                                           "beside it: run the publish again to restore it)"
+                                           if left else ""))
+    manifest = _read_manifest(folder)
+    if manifest is None:
+        raise PublicationError(f"{folder}/{MANIFEST} is missing: {folder} is not a publication")
+    files = manifest["files"]
+    on_disk, total = [], 0
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            _fail(path, "is a link: a publication holds only regular files")
+        if path.is_dir():
             continue
-        path = results / f"neural/{game}/jobs/{critic}_{chunk}_curves.parquet"
-        if not path.exists():
-            raise PublicationError(f"{path} is missing: the job (critic {critic}, chunk "
-                                   f"{chunk}) has not finished")
-        if (results / f"neural/{game}/jobs/{critic}_{chunk}_checkpoint").exists():
-            raise PublicationError(f"{path}: the job's checkpoint folder is still there (the "
-                                   "job is running or was stopped): finish it first")
-        meta = read_metadata(path)
-        if meta.get("config_hash") != config_hash(cfg):
-            raise PublicationError(f"{path} was made from another config (hash "
-                                   f"{meta.get('config_hash')}, expected {config_hash(cfg)})")
-        pieces = meta.get("pieces", [])
-        out.append({"critic": critic, "chunk": chunk, "run_seeds": meta.get("run_seeds"),
-                    "pieces": pieces,
-                    "seconds": round(sum(float(p.get("seconds", 0.0)) for p in pieces), 3)})
+        if not path.is_file():
+            _fail(path, "is not a regular file")
+        if relative != MANIFEST:
+            on_disk.append(relative)
+        total += path.stat().st_size
+        if len(on_disk) > MAX_FILES:
+            _fail(folder, f"holds more than {MAX_FILES} files")
+    if total > MAX_BYTES:
+        _fail(folder, f"holds {total / 2**20:.1f} MiB, more than {MAX_BYTES / 2**20:.0f} MiB")
+    stray = sorted(set(on_disk) - set(files))
+    if stray:
+        _fail(folder / stray[0], "is not in the manifest: a publication holds only what "
+                                 "neurd wrote")
+    for relative, entry in files.items():
+        path = folder / relative
+        if not path.is_file():
+            _fail(path, f"is missing (listed in {folder}/{MANIFEST})")
+        size = path.stat().st_size
+        if size != entry["bytes"] or size > MAX_FILE_BYTES:
+            _fail(path, f"is {size} bytes, the manifest says {entry['bytes']}")
+        if _sha256(path) != entry["sha256"]:
+            _fail(path, "is not the file that was published (SHA-256 differs from the "
+                        "manifest's): restore it from git")
+    if CONFIG not in files:
+        _fail(folder / CONFIG, "is not in the manifest")
+    try:
+        cfg = load_snapshot(folder / CONFIG)
+    except (OSError, ValueError) as error:
+        _fail(folder / CONFIG, f"cannot be read ({error})")
+    if not isinstance(cfg, dict) or not {"games", "game_strings", "seeds"} <= set(cfg):
+        _fail(folder / CONFIG, "is not a neural config snapshot")
+    digest = config_hash(cfg)
+    if digest != manifest["config_hash"]:
+        _fail(folder / CONFIG, f"has hash {digest}, the manifest says {manifest['config_hash']}")
+    stale = [] if expected is None else stale_keys(cfg, expected, defaults or {})
+    if stale:
+        raise PublicationError(
+            f"{folder} is stale: it was made from a neural config (hash {digest}) other than "
+            f"the one {expected_from or 'expected'} gives now (hash {config_hash(expected)}): "
+            + "; ".join(stale[:8])
+            + ". Make it again (its blocks on a GPU, then `neurd published-add`), or set "
+            "published.folder to null to draw none")
+    listed = {MANIFEST, CONFIG, "README.md"}
+    for game, entry in manifest["games"].items():
+        where = f"{folder}/{MANIFEST}: games[{game!r}]"
+        if game not in cfg["games"]:
+            raise PublicationError(f"{where} is not a game of its config ({cfg['games']})")
+        seeds = _block_seeds(cfg, game, entry["blocks"], where)
+        if sorted(seeds) != entry["seeds"]:
+            raise PublicationError(f"{where}: seeds {entry['seeds']} are not its blocks' "
+                                   f"{sorted(seeds)}")
+        wanted = [f"{block_folder(game, b)}/{f}" for b in entry["blocks"] for f in BLOCK_FILES]
+        wanted += derived_files(game) if entry["blocks"] else []
+        for relative in wanted:
+            if relative not in files:
+                raise PublicationError(f"{folder}/{relative} is not in the manifest")
+        listed.update(wanted)
+    extra = sorted(set(files) - listed)
+    if extra:
+        _fail(folder / extra[0], "is listed but is no file of a publication")
+    return manifest, cfg
+
+
+def _block_seeds(cfg: Mapping, game: str, blocks: list[str], where: str) -> list[int]:
+    """The seeds the blocks publish (whole for every critic of the game); refuses blocks off
+    the config, a seed in two blocks of one critic, or a seed without every critic."""
+    by_critic: dict[str, list[int]] = {c: [] for c in critics(cfg, game)}
+    for name in blocks:
+        critic, first, last = parse_block(name)
+        try:
+            check_block(cfg, game, critic, first, last)
+        except ValueError as error:
+            raise PublicationError(f"{where}: block {name}: {error}") from None
+        by_critic[critic] += range(first, last + 1)
+    for critic, seeds in by_critic.items():
+        if len(set(seeds)) != len(seeds):
+            twice = sorted({s for s in seeds if seeds.count(s) > 1})
+            raise PublicationError(f"{where}: seeds {twice[:5]} are in two {critic} blocks")
+    sets = {c: set(s) for c, s in by_critic.items()}
+    main = sets[main_critic(cfg)]
+    for critic, seeds in sets.items():
+        if seeds != main:
+            raise PublicationError(f"{where}: the {critic} critic's blocks have seeds "
+                                   f"{sorted(seeds)[:10]}, the {main_critic(cfg)} critic's "
+                                   f"{sorted(main)[:10]}: a seed is published with every "
+                                   "critic of its game")
+    return sorted(main)
+
+
+# --- what a block's tables must be ---------------------------------------------------------
+
+
+def _schedule(cfg: Mapping, game: str) -> tuple[np.ndarray, np.ndarray]:
+    from neurd.neural.experiment import checkpoint_grid
+
+    return checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
+                           int(cfg["checkpoints"]["geometric"]),
+                           int(cfg["checkpoints"]["linear"]),
+                           int(cfg["critic_updates_per_policy_update"]))
+
+
+def _grid_problems(frame: pd.DataFrame, runs: set, schedule: set, what: str) -> list[str]:
+    """What keeps ``frame`` from having one row per run of ``runs`` at every point of
+    ``schedule`` (the (iteration, phase) pairs)."""
+    keys = ["algorithm", "entropy", "seed", "iteration", "phase"]
+    if frame.duplicated(keys).any():
+        row = frame[frame.duplicated(keys, keep=False)].iloc[0]
+        return [f"{what}: two rows for {tuple(row[k] for k in keys)}"]
+    found = {(a, float(e), int(s)): set(zip(r.iteration.tolist(), r.phase.tolist()))
+             for (a, e, s), r in frame.groupby(["algorithm", "entropy", "seed"])}
+    problems = []
+    missing, extra = sorted(runs - set(found)), sorted(set(found) - runs)
+    if missing:
+        problems.append(f"{what}: {len(missing)} of {len(runs)} runs missing, e.g. {missing[0]}")
+    if extra:
+        problems.append(f"{what}: {len(extra)} runs the block does not make, e.g. {extra[0]}")
+    short = sorted(k for k, points in found.items() if k in runs and points != schedule)
+    if short:
+        problems.append(f"{what}: {len(short)} runs not exactly at the checkpoints, e.g. "
+                        f"{short[0]} at {len(found[short[0]] & schedule)} of {len(schedule)}")
+    return problems
+
+
+def _range_problems(frame: pd.DataFrame, critic: str, ratio: int, cfg: Mapping) -> list[str]:
+    """Values out of their range in a block's curves (NaN only where the job writes NaN)."""
+    problems = []
+    start = frame.iteration.to_numpy() == 0
+
+    def bad(column, ok, allowed_nan=None):
+        values = frame[column].to_numpy(dtype=float)
+        nan = np.isnan(values)
+        expected_nan = np.zeros(len(values), bool) if allowed_nan is None else allowed_nan
+        wrong = (nan != expected_nan) | (~nan & ~ok(np.where(nan, 0.0, values)))
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            problems.append(f"{column} = {float(values[i])!r} at {frame.algorithm.iloc[i]}, "
+                            f"entropy {frame.entropy.iloc[i]}, seed {frame.seed.iloc[i]}, "
+                            f"iteration {frame.iteration.iloc[i]} is out of its range")
+
+    actions = 64.0
+    bad("nash_conv", lambda v: np.isfinite(v) & (v >= -1e-9))
+    bad("critic_rmse", lambda v: np.isfinite(v) & (v >= 0),
+        np.ones(len(frame), bool) if critic == "exact" else None)
+    bad("threshold_blocked", lambda v: (v >= 0) & (v <= 1), start)
+    bad("critic_loss", lambda v: np.isfinite(v) & (v >= 0), start)
+    bad("policy_entropy", lambda v: (v >= -1e-9) & (v <= math.log(actions)))
+    bad("at_threshold", lambda v: (v >= 0) & (v <= 1))
+    iterations = frame.iteration.to_numpy()
+    if not np.array_equal(frame.policy_updates.to_numpy(), iterations // ratio):
+        problems.append("policy_updates is not iteration / critic updates per policy update")
+    updates = iterations // ratio
+    expected = iterations * int(cfg["critic_batch"]) + updates * int(cfg["policy_batch"])
+    if not np.array_equal(frame.trajectories.to_numpy(), expected):
+        problems.append("trajectories is not the episodes the schedule samples")
+    return problems
+
+
+def block_provenance(game: str, name: str, meta: Mapping) -> dict:
+    """A block's ``provenance.json``: what its curves' metadata records, nothing else."""
+    pieces = list(meta.get("pieces", []))
+    seconds = sum(float(p.get("seconds", 0.0)) for p in pieces)
+    iterations = sum(int(p.get("iterations", 0)) for p in pieces)
+    batches = meta.get("batches", [])
+    return {
+        "game": game, "block": name, "critic": meta.get("critic"),
+        "seeds": meta.get("run_seeds"), "batches": batches,
+        "configurations_per_batch": sorted({len(b) for b in batches}),
+        "game_string": meta.get("game_string"), "game_hash": meta.get("game_hash"),
+        "config_hash": meta.get("config_hash"),
+        "devices": sorted({f"{p.get('device')}" + (f" (driver {p['driver']})" if "driver" in p
+                                                   else "") for p in pieces}),
+        "revisions": sorted({str(p.get("revision")) for p in pieces}),
+        "compute_seconds": round(seconds, 3), "iterations": iterations, "pieces": pieces,
+    }
+
+
+def _check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.DataFrame, dict]:
+    """A block's curves and their metadata, checked (see :func:`check_content`)."""
+    from neurd.pipeline.neural import check_job_table
+
+    critic, first, last = parse_block(name)
+    try:
+        meta = check_job_table(path, cfg, game, critic)
+    except ValueError as error:
+        raise PublicationError(str(error)) from None
+    seeds = list(range(first, last + 1))
+    if meta.get("run_seeds") != seeds:
+        _fail(path, f"holds run seeds {meta.get('run_seeds')}, the block {name} is {seeds}")
+    batches = meta.get("batches")
+    if not (isinstance(batches, list) and sorted(s for b in batches for s in b) == seeds):
+        _fail(path, f"batches {batches} do not partition the block's seeds")
+    pieces = meta.get("pieces")
+    from neurd.neural.experiment import PIECE_KEYS
+
+    if not (isinstance(pieces, list) and pieces and all(
+            isinstance(p, dict) and all(k in p for k in PIECE_KEYS) for p in pieces)):
+        _fail(path, "records no piece of compute (device, jax, revision, seconds, ...)")
+    if not (isinstance(meta.get("game_hash"), str) and _HEX16.fullmatch(meta["game_hash"])):
+        _fail(path, "records no game content hash")
+    frame = read_table(path)
+    if list(frame.columns) != list(CURVES_COLUMNS):
+        _fail(path, f"columns {list(frame.columns)}, a job's curves have "
+                    f"{list(CURVES_COLUMNS)}")
+    if not (frame.game == game).all() or not (frame.critic == critic).all():
+        _fail(path, f"holds rows of another game or critic than {game} {critic}")
+    iterations, phases = _schedule(cfg, game)
+    runs = {(a, float(e), s) for a in cfg["algorithms"] for e in cfg["entropies"] for s in seeds}
+    problems = _grid_problems(frame, runs, set(zip(iterations.tolist(), phases.tolist())),
+                              "curves")
+    problems += _range_problems(frame, critic, int(cfg["critic_updates_per_policy_update"]),
+                                cfg)
+    if problems:
+        _fail(path, "; ".join(problems[:3]))
+    return frame, meta
+
+
+def _kept_levels(cfg: Mapping, game: str, curves: pd.DataFrame) -> dict[str, float]:
+    """Each algorithm's best entropy level within a block (its curves, main critic)."""
+    nashconv = curves[list(NASHCONV_COLUMNS)]
+    return best_entropies(summary_table(cfg, nashconv), game)
+
+
+def _check_policies(cfg: Mapping, game: str, path: Path, seeds: list[int],
+                    levels: Mapping[str, float] | None, compiled) -> pd.DataFrame:
+    """A block's policies: every run of ``levels`` (algorithm -> entropy; None: every
+    level), every seed, phase and legal action, probabilities in [0, 1] summing to 1 over
+    each state's legal actions."""
+    from neurd.pipeline.neural import check_job_table
+
+    try:
+        check_job_table(path, cfg, game)
+    except ValueError as error:
+        raise PublicationError(str(error)) from None
+    frame = read_table(path)
+    if list(frame.columns) != list(POLICY_COLUMNS):
+        _fail(path, f"columns {list(frame.columns)}, a policies table's are "
+                    f"{list(POLICY_COLUMNS)}")
+    pairs = ([(a, float(e)) for a in cfg["algorithms"] for e in cfg["entropies"]]
+             if levels is None else [(a, float(e)) for a, e in levels.items()])
+    phases = np.arange(1, int(cfg["phases"]) + 1)
+    rows, cols = np.nonzero(compiled.infostate_legal)
+    legal = pd.MultiIndex.from_arrays([compiled.infostate_string[rows].astype(object),
+                                       cols.astype(np.int64)])
+    expected = len(pairs) * len(seeds) * len(phases) * len(legal)
+    keys = ["algorithm", "entropy", "seed", "phase", "infostate", "action"]
+    if len(frame) != expected or frame.duplicated(keys).any():
+        _fail(path, f"{len(frame)} rows, the block's policies are {expected} (one per run, "
+                    "phase and legal action), none twice")
+    if not expected:
+        return frame
+    have = set(zip(frame.algorithm, frame.entropy.astype(float), frame.seed.astype(int)))
+    want = {(a, e, s) for a, e in pairs for s in seeds}
+    if have != want:
+        _fail(path, f"holds the runs {sorted(have - want)[:2]} instead of "
+                    f"{sorted(want - have)[:2]}")
+    if not pd.MultiIndex.from_arrays([frame.infostate, frame.action]).isin(legal).all():
+        _fail(path, "holds an action that is not legal in its information state")
+    if not set(frame.phase.unique()) == set(phases.tolist()) or not np.array_equal(
+            frame.iteration.to_numpy(), frame.phase.to_numpy()
+            * int(cfg["phase_iterations"][game])):
+        _fail(path, "phases or iterations are not the phase ends")
+    p = frame.probability.to_numpy(dtype=float)
+    if not (np.all(np.isfinite(p)) and np.all(p >= 0) and np.all(p <= 1)):
+        _fail(path, "holds probabilities that are not finite numbers in [0, 1]")
+    sums = frame.groupby(["algorithm", "entropy", "seed", "phase", "infostate"]).probability.sum()
+    if not np.allclose(sums.to_numpy(), 1.0, atol=1e-9, rtol=0):
+        _fail(path, "holds a policy whose probabilities do not sum to 1 over the legal actions")
+    return frame
+
+
+# --- the content check ---------------------------------------------------------------------
+
+
+def compiled_games(cfg: Mapping, given: Mapping | None = None) -> dict:
+    """The config's games compiled (``given[game]``: a compiled game to use instead)."""
+    out = {}
+    for game in cfg["games"]:
+        if given and game in given:
+            out[game] = given[game]
+        else:
+            out[game] = game_files.compile_configured(game, cfg["game_strings"],
+                                                      cfg.get("expected_infostates"), "neural")
     return out
 
 
-def publish(cfg: Mapping, results: str | os.PathLike, folder: str | os.PathLike,
-            games: Iterable[str], policies: str = "best", replace: bool = False) -> dict:
-    """Publish ``games`` of the finished run in ``results`` (a scale's results folder, made
-    from the neural snapshot ``cfg``) into ``folder``; return the manifest.
+def derived_tables(cfg: Mapping, game: str, curves: pd.DataFrame, compiled) -> dict:
+    """A game's summary and CI over the seeds of its blocks' curves (main critic)."""
+    order = ["algorithm", "entropy", "seed", "iteration", "phase"]
+    main = curves[curves.critic == main_critic(cfg)].sort_values(order, kind="stable")
+    nashconv = main[list(NASHCONV_COLUMNS)].reset_index(drop=True)
+    uniform = uniform_nash_conv(compiled, int(cfg["phases"]))
+    return {"summary": summary_table(cfg, nashconv),
+            "nashconv_ci": ci_table(cfg, nashconv, uniform)}
 
-    The run's snapshot ``results/config/neural.json`` must be ``cfg`` (the config as it is
-    now), every job finished and every run complete (:func:`incomplete`).  A folder holding
-    another config's games is refused unless ``replace`` (then it starts afresh).  The
-    publication is then checked as every reader checks it (:func:`check`).
+
+def _same_table(path: Path, stored: pd.DataFrame, computed: pd.DataFrame) -> None:
+    if list(stored.columns) != list(computed.columns) or len(stored) != len(computed):
+        _fail(path, f"is not the table its blocks give ({len(stored)} rows, {len(computed)} "
+                    "recomputed)")
+    for column in stored.columns:
+        a, b = stored[column].to_numpy(), computed[column].to_numpy()
+        if a.dtype.kind == "f" or b.dtype.kind == "f":
+            same = np.allclose(a.astype(float), b.astype(float), rtol=DERIVED_TOLERANCE,
+                               atol=DERIVED_TOLERANCE, equal_nan=True)
+        else:
+            same = np.array_equal(a, b)
+        if not same:
+            _fail(path, f"column {column} is not what its blocks give (recomputed from the "
+                        "blocks' curves): edited, or made by other code")
+
+
+def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
+                  compiled: Mapping | None = None) -> dict:
+    """Check every table of a :func:`check` ed publication; return per game its curves
+    (every block's, concatenated).  ``compiled``: the config's games, compiled (else compiled
+    here with OpenSpiel); each block's game content hash must be theirs."""
+    folder = Path(folder)
+    games = compiled_games(cfg, compiled) if manifest["games"] else {}
+    curves = {}
+    for game, entry in manifest["games"].items():
+        if not entry["blocks"]:
+            continue
+        digest, frames = game_files.content_hash(games[game]), []
+        for name in entry["blocks"]:
+            base = folder / block_folder(game, name)
+            frame, meta = _check_curves(cfg, game, name, base / "curves.parquet")
+            if meta["game_hash"] != digest:
+                _fail(base / "curves.parquet", f"was computed on a game of content hash "
+                      f"{meta['game_hash']}, the config's {game} compiles to {digest}")
+            _check_policies(cfg, game, base / "policies.parquet", meta["run_seeds"],
+                            _kept_levels(cfg, game, frame) if parse_block(name)[0]
+                            == main_critic(cfg) else {}, games[game])
+            try:
+                provenance = json.loads((base / "provenance.json").read_text())
+            except ValueError as error:
+                _fail(base / "provenance.json", f"cannot be read ({error})")
+            if canonical_json(provenance) != canonical_json(block_provenance(game, name, meta)):
+                _fail(base / "provenance.json", "is not what the block's curves record")
+            frames.append(frame)
+        curves[game] = pd.concat(frames, ignore_index=True)
+        for name, table in derived_tables(cfg, game, curves[game], games[game]).items():
+            path = folder / f"neural/{game}/{name}.parquet"
+            meta = read_metadata(path)
+            if meta.get("config_hash") != manifest["config_hash"]:
+                _fail(path, f"has config hash {meta.get('config_hash')}, the publication's is "
+                            f"{manifest['config_hash']}")
+            _same_table(path, read_table(path), table)
+    return curves
+
+
+def fig6_tables(curves: Mapping[str, pd.DataFrame], folder: str | os.PathLike,
+                manifest: Mapping, cfg: Mapping) -> dict[str, pd.DataFrame]:
+    """Fig 6's inputs from checked blocks (:func:`check_content`'s curves): every game's
+    ``nashconv``, ``diagnostics``, ``summary`` and ``nashconv_ci`` in one of each."""
+    order = ["critic", "algorithm", "entropy", "seed", "iteration", "phase"]
+    out = {"nashconv": [], "diagnostics": [], "summary": [], "nashconv_ci": []}
+    for game in manifest["games"]:
+        if game not in curves:
+            continue
+        frame = curves[game].sort_values(order, kind="stable").reset_index(drop=True)
+        out["nashconv"].append(frame[frame.critic == main_critic(cfg)][list(NASHCONV_COLUMNS)])
+        out["diagnostics"].append(frame[list(DIAGNOSTIC_COLUMNS)])
+        for name in DERIVED:
+            out[name].append(read_table(Path(folder) / f"neural/{game}/{name}.parquet"))
+    return {k: pd.concat(v, ignore_index=True) for k, v in out.items() if v}
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def _recover(folder: Path) -> None:
+    """Undo what an interrupted write left: its build is removed; a previous state whose
+    swap did not finish is put back (or removed, if the swap did)."""
+    for build in sorted(folder.parent.glob(f".{folder.name}.new-*")):
+        shutil.rmtree(build, ignore_errors=True)
+    old = sorted(folder.parent.glob(f".{folder.name}.old-*"))
+    if old and not folder.exists():
+        os.rename(old[0], folder)
+        log.warning("%s: restored the publication an interrupted publish had moved aside",
+                    folder)
+        old = old[1:]
+    for stale in old:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _write_readme(folder: Path, cfg: Mapping, manifest: Mapping, name: str) -> None:
+    seeds = int(cfg["seeds"])
+    lines = [
+        f"# Published Fig 6: {name}", "",
+        "Written by `neurd`; do not edit (the manifest's hashes and the content checks would "
+        "refuse it).",
+        f"Config hash {config_hash(cfg)} (`config/neural.json`): {seeds} seeds, entropy levels "
+        f"{list(cfg['entropies'])}, {int(cfg['phases'])} phases of " + ", ".join(
+            f"{g} {int(cfg['phase_iterations'][g])}" for g in cfg["games"])
+        + " learning iterations.", "",
+        "| game | seeds published | blocks | compute minutes | devices |",
+        "| --- | --- | --- | ---: | --- |"]
+    for game in cfg["games"]:
+        entry = manifest["games"].get(game, {"blocks": [], "seeds": []})
+        lines.append(f"| {game} | {len(entry['seeds'])} of {seeds} | {len(entry['blocks'])} | "
+                     f"{entry.get('compute_minutes', 0)} | "
+                     + "; ".join(entry.get("devices", [])) + " |")
+    lines += ["", "Check it: `neurd published-check published/" + name + "`; run each block's "
+              "first cycles and the phase ends' NashConv again here: `neurd published-reproduce "
+              "published/" + name + " --game <game>`.", ""]
+    write_text(folder / "README.md", "\n".join(lines))
+
+
+def _finish(build: Path, cfg: Mapping, games: Mapping, name: str) -> dict:
+    """Write the config, README and manifest of a build; return the manifest."""
+    manifest = {"format": FORMAT, "version": VERSION, "config_hash": config_hash(cfg),
+                "games": games, "files": {}, "bytes": 0}
+    write_json(build / CONFIG, cfg)
+    _write_readme(build, cfg, manifest, name)
+    for path in sorted(p for p in build.rglob("*") if p.is_file() and p.name != MANIFEST):
+        manifest["files"][path.relative_to(build).as_posix()] = {
+            "sha256": _sha256(path), "bytes": path.stat().st_size}
+    manifest["bytes"] = sum(f["bytes"] for f in manifest["files"].values())
+    if manifest["bytes"] > MAX_BYTES:
+        raise PublicationError(f"{build.parent / name} would hold "
+                               f"{manifest['bytes'] / 2**20:.1f} MiB, more than "
+                               f"{MAX_BYTES / 2**20:.0f} MiB")
+    write_json(build / MANIFEST, manifest)
+    return manifest
+
+
+def _swap(build: Path, folder: Path) -> None:
+    """Put ``build`` in ``folder``'s place with two renames (undone by :func:`_recover`)."""
+    old = None
+    if folder.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+        old.rmdir()
+        os.rename(folder, old)
+    os.rename(build, folder)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def _build(folder: Path, cfg: Mapping, replace: bool, write) -> dict:
+    """Build a new state of the publication beside ``folder`` (``write(build, games)`` adds
+    to a copy of the current one, or to an empty one), check it as a reader will, swap it
+    in; on any failure the current publication is untouched."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _recover(folder)
+    current = None
+    if folder.exists() or folder.is_symlink():
+        if folder.is_symlink() or not folder.is_dir():
+            raise PublicationError(f"{folder} is not a folder: nowhere to publish")
+        if any(folder.iterdir()) and not (folder / MANIFEST).exists():
+            raise PublicationError(f"{folder} holds files but no {MANIFEST}: not a publication "
+                                   "this project wrote; move it away first")
+        if (folder / MANIFEST).exists() and not replace:
+            current = check(folder)
+    if current is not None and current[0]["config_hash"] != config_hash(cfg):
+        raise PublicationError(
+            f"{folder} holds blocks of another config (hash {current[0]['config_hash']}, this "
+            f"one's is {config_hash(cfg)}: " + "; ".join(differences(current[1], cfg)[:5])
+            + "): publishing would mix them; pass --replace to start it afresh")
+    build = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(build, 0o777 & ~mask)  # a folder's usual mode, not mkdtemp's private one
+    try:
+        games = {}
+        if current is not None and current[0]["config_hash"] == config_hash(cfg):
+            for relative in current[0]["files"]:
+                target = build / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(folder / relative, target)
+            games = {g: dict(e) for g, e in current[0]["games"].items()}
+        write(build, games)
+        manifest = _finish(build, cfg, games, folder.name)
+        checked = check(build)
+        check_content(build, *checked)
+        _swap(build, folder)
+    except OSError as error:
+        shutil.rmtree(build, ignore_errors=True)
+        where = str(error.filename or build).replace(str(build), str(folder))
+        raise PublicationError(f"writing {where}: {error.strerror or error}; {folder} is "
+                               "unchanged") from None
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    return manifest
+
+
+def init(folder: str | os.PathLike, cfg: Mapping, replace: bool = False) -> dict:
+    """An empty publication of ``cfg`` (no block yet) in ``folder``."""
+    return _build(Path(folder), cfg, replace, lambda build, games: None)
+
+
+def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockSource],
+               compiled: Mapping | None = None, replace: bool = False) -> tuple[dict, list]:
+    """Publish finished blocks (their job tables, ``sources``) into ``folder``; return the
+    manifest and the names of the blocks added (``game/name``).
+
+    Each source is checked as :func:`check_content` checks a published block (its
+    policies then hold every entropy level; the block's best levels are kept), must add
+    seeds not yet published for its critic (a block already there, byte for byte, is
+    skipped), and the game's derived tables are made again over all its blocks.
     """
-    from neurd.figures.fig6 import best_entropies
-    from neurd.pipeline.neural import POLICY_COLUMNS
+    sources = list(sources)
+    games_compiled = compiled_games(cfg, compiled)
+    added: list[str] = []
 
-    if policies not in POLICIES:
-        raise PublicationError(f"policies must be one of {POLICIES}, got {policies!r}")
-    results, folder = Path(results), Path(folder)
+    def write(build: Path, games: dict) -> None:
+        for source in sources:
+            game = source.game
+            meta = read_metadata(source.curves) if source.curves.is_file() else {}
+            seeds = meta.get("run_seeds") or []
+            if not seeds or meta.get("critic") not in ("learned", "exact"):
+                raise PublicationError(f"{source.curves} is not a job's curves (no run seeds or "
+                                       "critic in its metadata)")
+            name = block_name(meta["critic"], min(seeds), max(seeds))
+            entry = games.setdefault(game, {"blocks": [], "seeds": []})
+            target = build / block_folder(game, name)
+            if name in entry["blocks"]:
+                if _sha256(source.curves) == _sha256(target / "curves.parquet"):
+                    log.info("%s %s is published already: skipped", game, name)
+                    continue
+                raise PublicationError(f"{source.curves}: {game} block {name} is published "
+                                       "already, with other numbers")
+            for other in entry["blocks"]:
+                critic, first, last = parse_block(other)
+                if critic == meta["critic"] and set(range(first, last + 1)) & set(seeds):
+                    raise PublicationError(f"{source.curves}: {game} block {name} overlaps the "
+                                           f"published block {other}")
+            frame, meta = _check_curves(cfg, game, name, source.curves)
+            digest = game_files.content_hash(games_compiled[game])
+            if meta["game_hash"] != digest:
+                _fail(source.curves, f"was computed on a game of content hash "
+                      f"{meta['game_hash']}, the config's {game} compiles to {digest}")
+            policies = _check_policies(cfg, game, source.policies, seeds, None,
+                                       games_compiled[game])
+            if meta["critic"] == main_critic(cfg):
+                kept = _kept_levels(cfg, game, frame)
+                keep = pd.Series(False, index=policies.index)
+                for algorithm, entropy in kept.items():
+                    keep |= (policies.algorithm == algorithm) & (policies.entropy == entropy)
+                policies = policies[keep].reset_index(drop=True)
+                what = ("each algorithm's best entropy level within the block (lowest mean "
+                        "final NashConv of its seeds): "
+                        + ", ".join(f"{a} {e:g}" for a, e in kept.items()))
+            else:
+                policies = policies.iloc[0:0]
+                what = f"none (the {meta['critic']} critic's runs are diagnostics only)"
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source.curves, target / "curves.parquet")
+            write_table(policies, target / "policies.parquet", columns=POLICY_COLUMNS,
+                        config=cfg, extra={"game_string": meta["game_string"],
+                                           "published_policies": what})
+            write_json(target / "provenance.json", block_provenance(game, name, meta))
+            entry["blocks"] = sorted(entry["blocks"] + [name],
+                                     key=lambda b: (parse_block(b)[0], parse_block(b)[1]))
+            added.append(f"{game}/{name}")
+        for game, entry in games.items():
+            if not entry["blocks"]:
+                continue
+            where = f"{folder}: {game}"
+            entry["seeds"] = _block_seeds(cfg, game, entry["blocks"], where)
+            frames = [read_table(build / block_folder(game, b) / "curves.parquet")
+                      for b in entry["blocks"]]
+            for table_name, table in derived_tables(cfg, game, pd.concat(frames),
+                                                    games_compiled[game]).items():
+                write_table(table, build / f"neural/{game}/{table_name}.parquet",
+                            columns=DERIVED[table_name], config=cfg,
+                            extra={"seeds": entry["seeds"]} if table_name == "summary" else
+                            {"bootstrap": dict(cfg["bootstrap"], statistic="mean over seeds",
+                                               implementation="scipy.stats.bootstrap")})
+            provenance = [json.loads((build / block_folder(game, b) / "provenance.json")
+                                     .read_text()) for b in entry["blocks"]]
+            entry["compute_minutes"] = round(sum(p["compute_seconds"] for p in provenance)
+                                             / 60.0, 2)
+            entry["devices"] = sorted({d for p in provenance for d in p["devices"]})
+
+    manifest = _build(Path(folder), cfg, replace, write)
+    return manifest, added
+
+
+def publish_run(cfg: Mapping, results: str | os.PathLike, folder: str | os.PathLike,
+                games: Iterable[str], compiled: Mapping | None = None,
+                replace: bool = False) -> tuple[dict, list]:
+    """Publish the finished Snakemake jobs of ``games`` in the results folder ``results``
+    (made from the neural snapshot ``cfg``, which must be the config as it is now): each job
+    is a block of its seeds."""
+    from neurd.pipeline.neural import jobs, seed_chunks
+
+    results = Path(results)
     snapshot_path = results / CONFIG
     if not snapshot_path.exists():
         raise PublicationError(f"{snapshot_path} is missing: run the workflow at this scale "
@@ -206,177 +873,24 @@ def publish(cfg: Mapping, results: str | os.PathLike, folder: str | os.PathLike,
         raise PublicationError(
             f"{snapshot_path} is not the config's neural section as it is now ("
             + "; ".join(differences(made, cfg)[:5]) + "): rerun the workflow, then publish")
-    manifest = _read_manifest(folder)
-    if manifest is not None and manifest["config_hash"] != config_hash(cfg):
-        if not replace:
-            raise PublicationError(
-                f"{folder} holds games of another config (hash {manifest['config_hash']}, this "
-                f"one's is {config_hash(cfg)}): publishing would mix them; pass --replace to "
-                "start the folder afresh")
-        shutil.rmtree(folder)
-        manifest = None
-    if manifest is None:
-        manifest = {"format": FORMAT, "version": VERSION, "config_hash": config_hash(cfg),
-                    "games": {}, "files": {}}
     games = list(games)
     if not games:
         raise PublicationError(f"no game to publish: none of {list(cfg['games'])} has its "
-                               f"tables in {results}/neural/")
-    for game in games:
-        if game not in cfg["games"]:
-            raise PublicationError(f"{game!r} is not a game of the config ({list(cfg['games'])})")
-        source = results / "neural" / game
-        frames = {}
-        for name in TABLES:
-            path = source / f"{name}.parquet"
-            if not path.exists():
-                raise PublicationError(f"{path} is missing: the game's run has not finished")
-            if read_metadata(path).get("config_hash") != config_hash(cfg):
-                raise PublicationError(f"{path} was made from another config than "
-                                       f"{snapshot_path}: rerun the workflow")
-            frames[name] = read_table(path)
-        problems = incomplete(cfg, game, frames["nashconv"])
-        if problems:
-            raise PublicationError(f"{source}/nashconv.parquet is not a finished run: "
-                                   + "; ".join(problems))
-        jobs = _job_provenance(cfg, results, game)
-        target = folder / "neural" / game
-        target.mkdir(parents=True, exist_ok=True)
-        for name in COPIED:
-            shutil.copyfile(source / f"{name}.parquet", target / f"{name}.parquet")
-        kept = frames["policies"]
-        best = best_entropies(frames["summary"], game)
-        if policies == "best":
-            keep = pd.Series(False, index=kept.index)
-            for algorithm, entropy in best.items():
-                keep |= (kept.algorithm == algorithm) & (kept.entropy == entropy)
-            kept = kept[keep].reset_index(drop=True)
-        what = ("every run" if policies == "all" else "each algorithm's best entropy level "
-                "(lowest mean final NashConv): " + ", ".join(f"{a} {e:g}"
-                                                           for a, e in best.items()))
-        write_table(kept, target / "policies.parquet", columns=POLICY_COLUMNS, config=cfg,
-                    extra={"published_policies": what})
-        seconds = sum(job["seconds"] for job in jobs)
-        devices = sorted({str(p.get("device")) + (f" (driver {p['driver']})" if "driver" in p
-                                                  else "")
-                          for job in jobs for p in job["pieces"]})
-        write_json(target / "provenance.json", {
-            "game": game, "config_hash": config_hash(cfg), "policies": what,
-            "compute_minutes": round(seconds / 60.0, 2), "devices": devices, "jobs": jobs})
-        manifest["games"][game] = {"policies": policies, "compute_minutes":
-                                   round(seconds / 60.0, 2), "devices": devices}
-    write_json(folder / CONFIG, cfg)
-    _write_readme(folder, cfg, manifest)
-    manifest["files"] = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST):
-        relative = path.relative_to(folder).as_posix()
-        manifest["files"][relative] = {"sha256": _sha256(path), "bytes": path.stat().st_size}
-    total = sum(f["bytes"] for f in manifest["files"].values())
-    if total > MAX_BYTES:
-        raise PublicationError(f"{folder} would hold {total / 2**20:.1f} MiB, more than "
-                               f"{MAX_BYTES / 2**20:.0f} MiB (publish with policies 'best')")
-    manifest["bytes"] = total
-    write_json(folder / MANIFEST, manifest)
-    check(folder, cfg, "the run")  # what every reader will check
-    return manifest
-
-
-def _write_readme(folder: Path, cfg: Mapping, manifest: Mapping) -> None:
-    games = manifest["games"]
-    lines = [
-        f"# Published Fig 6: {folder.name}", "",
-        "Written by `neurd publish`; do not edit (the manifest's hashes would refuse it).",
-        f"Config hash {config_hash(cfg)} (`config/neural.json`): "
-        f"{int(cfg['seeds'])} seeds, entropy levels {list(cfg['entropies'])}, "
-        f"{int(cfg['phases'])} phases of " + ", ".join(
-            f"{g} {int(cfg['phase_iterations'][g])}" for g in cfg["games"])
-        + " learning iterations.", "",
-        "| game | policies kept | compute minutes | devices |", "| --- | --- | ---: | --- |"]
-    for game in cfg["games"]:
-        if game in games:
-            entry = games[game]
-            lines.append(f"| {game} | {entry['policies']} | {entry['compute_minutes']} | "
-                         + "; ".join(entry["devices"]) + " |")
-        else:
-            lines.append(f"| {game} | not published yet | | |")
-    lines += ["", "Check it: `neurd published-check " + folder.as_posix() + "`; reproduce its "
-              "first checkpoints on this machine: `neurd published-reproduce "
-              + folder.as_posix() + " --game <game>`.", ""]
-    write_text(folder / "README.md", "\n".join(lines))
-
-
-# --- reading --------------------------------------------------------------------------------
-
-
-def published_games(folder: str | os.PathLike) -> list[str]:
-    """The games a publication holds, by its manifest (none if there is no publication)."""
-    manifest = _read_manifest(Path(folder))
-    return [] if manifest is None else list(manifest["games"])
-
-
-def check(folder: str | os.PathLike, expected: Mapping | None = None,
-          expected_from: str = "", defaults: Mapping | None = None) -> tuple[dict, dict]:
-    """``(manifest, config)`` of the publication in ``folder``, checked; else
-    :class:`PublicationError` naming the file.
-
-    Every file of the manifest is there with its SHA-256 and nothing else is in
-    ``neural/``; the tables have the documented columns (in order) and the
-    publication's config hash; every run is complete; and, given ``expected``
-    (the neural snapshot the publication should be of, read from
-    ``expected_from``), it is that config (:func:`stale_keys`, with the neural
-    schema's ``defaults``).
-    """
-    from neurd.pipeline.neural import TABLES as DOCS
-
-    folder = Path(folder)
-    manifest = _read_manifest(folder)
-    if manifest is None:
-        raise PublicationError(f"{folder}/{MANIFEST} is missing: {folder} is not a publication")
-    files = manifest.get("files", {})
-    for relative, entry in files.items():
-        path = folder / relative
-        if not path.is_file():
-            raise PublicationError(f"{path} is missing (listed in {folder}/{MANIFEST})")
-        if _sha256(path) != entry["sha256"]:
-            raise PublicationError(f"{path} is not the file that was published (SHA-256 "
-                                   "differs from the manifest's): restore it from git")
-    stray = sorted(p.relative_to(folder).as_posix() for p in (folder / "neural").rglob("*")
-                   if p.is_file() and p.relative_to(folder).as_posix() not in files)
-    if stray:
-        raise PublicationError(f"{folder}/{stray[0]} is not in the manifest: a publication "
-                               "holds only what `neurd publish` wrote")
-    cfg = load_snapshot(folder / CONFIG)
-    digest = config_hash(cfg)
-    if digest != manifest["config_hash"]:
-        raise PublicationError(f"{folder}/{CONFIG} has hash {digest}, the manifest says "
-                               f"{manifest['config_hash']}")
-    stale = [] if expected is None else stale_keys(cfg, expected, defaults or {})
-    if stale:
-        raise PublicationError(
-            f"{folder} is stale: it was made from a neural config (hash {digest}) other than "
-            f"the one {expected_from or 'expected'} gives now (hash {config_hash(expected)}): "
-            + "; ".join(stale[:8])
-            + ". Make it again (`make paper` on a GPU, then `make publish`), or set "
-            "published.folder to null to draw none")
-    for game in manifest["games"]:
-        for relative in game_files(game):
-            if relative not in files:
-                raise PublicationError(f"{folder}/{relative} is not in the manifest")
-        for name in TABLES:
-            path = folder / f"neural/{game}/{name}.parquet"
-            meta = read_metadata(path)
-            columns = list(read_table(path).columns)
-            if columns != list(DOCS[name]):
-                raise PublicationError(f"{path}: columns {columns}, the {name} table's are "
-                                       f"{list(DOCS[name])} (published by another version)")
-            if meta.get("config_hash") != digest:
-                raise PublicationError(f"{path} has config hash {meta.get('config_hash')}, "
-                                       f"the publication's is {digest}")
-        problems = incomplete(cfg, game, read_table(folder / f"neural/{game}/nashconv.parquet"))
-        if problems:
-            raise PublicationError(f"{folder}/neural/{game}/nashconv.parquet is not a finished "
-                                   "run: " + "; ".join(problems))
-    return manifest, cfg
+                               f"jobs done in {results}/neural/")
+    sources = []
+    for game, critic, chunk in jobs(cfg):
+        if game not in games:
+            continue
+        base = results / f"neural/{game}/jobs/{critic}_{chunk}"
+        curves = Path(f"{base}_curves.parquet")
+        if not curves.exists():
+            raise PublicationError(f"{curves} is missing: the job (critic {critic}, seeds "
+                                   f"{list(seed_chunks(cfg)[chunk])}) has not finished")
+        if Path(f"{base}_checkpoint").exists():
+            raise PublicationError(f"{curves}: the job's checkpoint folder is still there (the "
+                                   "job is running or was stopped): finish it first")
+        sources.append(BlockSource(game, curves, Path(f"{base}_policies.parquet")))
+    return add_blocks(folder, cfg, sources, compiled=compiled, replace=replace)
 
 
 # --- reproducing ----------------------------------------------------------------------------
@@ -384,46 +898,115 @@ def check(folder: str | os.PathLike, expected: Mapping | None = None,
 # How far a run of the same config on another device may be from the published numbers after
 # its first cycles: float32 learning agrees across devices in distribution, not bit for bit,
 # and after AGREEMENT_CYCLES cycles CPU and GPU were measured within 2.1e-7 in NashConv
-# (README, "Determinism"); ``make gpu-check`` and the reproduction both allow this much.
+# (docs, "Determinism"); ``make gpu-check`` and the reproduction both allow this much.
 AGREEMENT_CYCLES = 3
 AGREEMENT_NASH_CONV = 1e-3
 
 
+def block_job(cfg: Mapping, game: str, name: str, provenance: Mapping):
+    """The :class:`~neurd.neural.experiment.Plan` a published block was run as (its seeds in
+    the batches its provenance records)."""
+    import dataclasses
+
+    from neurd.pipeline.neural import plan
+
+    critic, first, last = parse_block(name)
+    batches = [tuple(b) for b in provenance["batches"]]
+    size = len(batches[0])
+    job = dataclasses.replace(plan(cfg, game, critic, 0), run_seeds=tuple(range(first, last + 1)),
+                              seeds_per_batch=size, batch_origin=min(batches[0]))
+    if job.batches != batches:
+        raise PublicationError(f"{game} block {name}: its batches {batches} are not a "
+                               "partition into equal consecutive runs of seeds")
+    return job
+
+
 def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGREEMENT_CYCLES,
               checked: tuple[dict, dict] | None = None) -> pd.DataFrame:
-    """The first ``cycles`` learning cycles of the publication's first job (its first batch
-    of seeds, main critic) run again on this machine, beside the published NashConv at every
-    published checkpoint among them: ``algorithm, entropy, seed, iteration, published,
-    reproduced, difference``.
+    """The first ``cycles`` learning cycles of every block of ``game`` (its first batch) run
+    again on this machine, beside the published NashConv at every published checkpoint among
+    them: ``block, algorithm, entropy, seed, iteration, published, reproduced, difference``.
 
     A cycle draws its samples from a key folded with its index and nothing depends on the
     phase length, so these iterations are the same computation as the published run's
-    first ones, whatever its checkpoint schedule.  ``checked``: what :func:`check` gave for
-    ``folder``, if the caller has just checked it (else it is checked here).
+    first ones, whatever its checkpoint schedule.
     """
     import dataclasses
 
     from neurd.neural import experiment
-    from neurd.pipeline.neural import main_critic, plan
+
+    if type(cycles) is not int or cycles < 1:
+        raise PublicationError(f"cycles must be a whole number >= 1 (a reproduction of no "
+                               f"cycle vouches for nothing), got {cycles!r}")
+    manifest, cfg = checked if checked is not None else check(folder)
+    entry = manifest["games"].get(game)
+    if not entry or not entry["blocks"]:
+        raise PublicationError(f"{folder} holds no block of {game!r} (games: "
+                               f"{published_games(folder)})")
+    rows = []
+    for name in entry["blocks"]:
+        base = Path(folder) / block_folder(game, name)
+        provenance = json.loads((base / "provenance.json").read_text())
+        job = block_job(cfg, game, name, provenance)
+        length = cycles * job.spec.critic_updates
+        job = dataclasses.replace(job, run_seeds=job.batches[0], phase_iterations=length,
+                                  phases=1, geometric=0, linear=cycles)
+        results = experiment.run(compiled, job)
+        published = read_table(base / "curves.parquet")
+        published = published[published.phase == 1].set_index(
+            ["algorithm", "entropy", "seed", "iteration"]).nash_conv
+        for k, iteration in enumerate(results["iteration"]):
+            for c, (algorithm, entropy, seed) in enumerate(job.configurations):
+                key = (algorithm, float(entropy), int(seed), int(iteration))
+                if key in published.index:
+                    value = float(results["nash_conv"][k, c])
+                    rows.append((name, *key, float(published.loc[key]), value,
+                                 abs(value - float(published.loc[key]))))
+    frame = pd.DataFrame(rows, columns=["block", "algorithm", "entropy", "seed", "iteration",
+                                        "published", "reproduced", "difference"])
+    unchecked = sorted(set(entry["blocks"]) - set(frame.block))
+    if unchecked:
+        raise PublicationError(f"{folder} {game}: no published checkpoint within the first "
+                               f"{cycles} cycles of block {unchecked[0]}: nothing to compare "
+                               "(give more cycles)")
+    return frame
+
+
+def phase_end_nash_conv(folder: str | os.PathLike, game: str, compiled,
+                        checked: tuple[dict, dict] | None = None) -> pd.DataFrame:
+    """The exact NashConv (engine, float64, no OpenSpiel) of every published policy at its
+    phase's end, in that phase's game, beside the published value: ``block, algorithm,
+    entropy, seed, phase, published, recomputed, difference``."""
+    from neurd import engine
 
     manifest, cfg = checked if checked is not None else check(folder)
-    if game not in manifest["games"]:
-        raise PublicationError(f"{folder} holds no {game!r} (games: {list(manifest['games'])})")
-    job = plan(cfg, game, main_critic(cfg), 0)
-    length = cycles * job.spec.critic_updates
-    job = dataclasses.replace(job, run_seeds=job.batches[0], phase_iterations=length, phases=1,
-                              geometric=0, linear=cycles)
-    results = experiment.run(compiled, job)
-    published = read_table(Path(folder) / f"neural/{game}/nashconv.parquet")
-    published = published[published.phase == 1].set_index(
-        ["algorithm", "entropy", "seed", "iteration"]).nash_conv
-    rows = []
-    for k, iteration in enumerate(results["iteration"]):
-        for c, (algorithm, entropy, seed) in enumerate(job.configurations):
-            key = (algorithm, float(entropy), int(seed), int(iteration))
-            if key in published.index:
-                value = float(results["nash_conv"][k, c])
-                rows.append((*key, float(published.loc[key]), value,
-                             abs(value - float(published.loc[key]))))
-    return pd.DataFrame(rows, columns=["algorithm", "entropy", "seed", "iteration",
-                                       "published", "reproduced", "difference"])
+    entry = manifest["games"].get(game) or {"blocks": []}
+    rows_, cols_ = np.nonzero(compiled.infostate_legal)
+    position = {(s, int(a)): (r, int(a)) for r, a, s in
+                zip(rows_, cols_, compiled.infostate_string[rows_])}
+    negated = game_files.negated(compiled)
+    length = int(cfg["phase_iterations"][game])
+    out = []
+    for name in entry["blocks"]:
+        base = Path(folder) / block_folder(game, name)
+        policies = read_table(base / "policies.parquet")
+        if not len(policies):
+            continue
+        curves = read_table(base / "curves.parquet").set_index(
+            ["algorithm", "entropy", "seed", "iteration", "phase"]).nash_conv
+        runs = list(policies.groupby(["algorithm", "entropy", "seed", "phase"]))
+        tables = np.zeros((len(runs),) + compiled.infostate_legal.shape)
+        for k, (_, run) in enumerate(runs):
+            for state, action, p in zip(run.infostate, run.action, run.probability):
+                tables[(k, *position[(state, int(action))])] = p
+        odd = np.array([key[3] % 2 == 1 for key, _ in runs])
+        values = np.empty(len(runs))
+        for played, chosen in ((compiled, odd), (negated, ~odd)):
+            if chosen.any():
+                values[chosen] = np.asarray(engine.nash_conv(played, tables[chosen]))
+        for ((algorithm, entropy, seed, phase), _), value in zip(runs, values):
+            published = float(curves.loc[(algorithm, entropy, seed, phase * length, phase)])
+            out.append((name, algorithm, float(entropy), int(seed), int(phase), published,
+                        float(value), abs(float(value) - published)))
+    return pd.DataFrame(out, columns=["block", "algorithm", "entropy", "seed", "phase",
+                                      "published", "recomputed", "difference"])

@@ -3,6 +3,7 @@ import os
 import shutil
 import sys
 
+from neurd.games import FORMAT_VERSION as GAME_FORMAT_VERSION
 from neurd.stages import SECTIONS, figures, results_root
 
 

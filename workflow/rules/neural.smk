@@ -40,6 +40,9 @@ rule neural_game:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        # a compiled file of another format version is made again
+        game_format=GAME_FORMAT_VERSION,
     shell:
         "neurd neural-game --config {input.cfg} --game {wildcards.game} --out {output} > {log} 2>&1"
 
@@ -122,7 +125,8 @@ rule neural_table:
         mem_mb=4000,
         runtime=20,
     shell:
-        "neurd neural-table --config {input.cfg} --compiled {input.game} --curves {input.curves}"
+        "neurd neural-table --config {input.cfg} --game {wildcards.game} --compiled {input.game}"
+        " --curves {input.curves}"
         " --policies {input.policies} --nashconv {output.nashconv}"
         " --policies-out {output.policies} --diagnostics {output.diagnostics}"
         " --summary {output.summary} --ci {output.ci} > {log} 2>&1"

@@ -103,7 +103,8 @@ rule readings_table:
         mem_mb=4000,
         runtime=20,
     shell:
-        "neurd neural-table --config {input.cfg} --compiled {input.game} --curves {input.curves}"
+        "neurd neural-table --config {input.cfg} --game {wildcards.game} --compiled {input.game}"
+        " --curves {input.curves}"
         " --policies {input.policies} --nashconv {output.nashconv}"
         " --policies-out {output.policies} --diagnostics {output.diagnostics}"
         " --summary {output.summary} --ci {output.ci} > {log} 2>&1"

@@ -26,6 +26,9 @@ rule compile_game:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        # a compiled file of another format version is made again
+        game_format=GAME_FORMAT_VERSION,
     shell:
         "neurd compile-game --config {input.cfg} --game {wildcards.game}"
         " --out {output} > {log} 2>&1"

@@ -27,7 +27,9 @@ from neurd.games.compiled import (
     CompiledGame,
     GameError,
     GameFileError,
+    content_hash,
     load,
+    load_configured,
     negated,
     save,
 )
@@ -47,7 +49,7 @@ def __getattr__(name):
 
 __all__ = [
     "CHANCE", "DEFAULT_MAX_HISTORIES", "FORMAT", "FORMAT_VERSION", "NO_INDEX", "TERMINAL",
-    "CompiledGame", "GameError", "GameFileError", "compile_configured", "compile_game", "load",
-    "negated", "openspiel_game",
+    "CompiledGame", "GameError", "GameFileError", "compile_configured", "compile_game",
+    "content_hash", "load", "load_configured", "negated", "openspiel_game",
     "save",
 ]

@@ -155,6 +155,7 @@ def compile_game(game: str | pyspiel.Game,
     seq1 = _sequence_arrays([t[3] for t in terminals], position)
     compiled = CompiledGame(
         game_string=str(game),
+        requested=game_string,
         num_actions=num_actions,
         history_parent=np.asarray(h_parent, dtype=np.int32),
         history_action=np.asarray(h_action, dtype=np.int32),

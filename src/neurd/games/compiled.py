@@ -32,7 +32,7 @@ import numpy as np
 from neurd.tables import atomic_path
 
 FORMAT = "neurd-game"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the game string the config asked for (``requested``)
 CHANCE = -1  # history_player of a chance history
 TERMINAL = -2  # history_player of a terminal history
 NO_INDEX = -1  # "none": the root's parent, a non-decision history's info state, ...
@@ -70,6 +70,9 @@ class CompiledGame:
     terminal_chance_reach: np.ndarray  # float64 [Z]
     terminal_infostate: np.ndarray  # int32 [Z, 2]
     terminal_action: np.ndarray  # int32 [Z, 2]
+    # the string the game was compiled from, as a config gives it (OpenSpiel's own
+    # ``game_string`` may spell it otherwise): what a step checks its config against
+    requested: str = ""
 
     def __post_init__(self):
         validate(self)
@@ -165,6 +168,7 @@ def save(game: CompiledGame, path: str | os.PathLike) -> None:
     """Write ``game`` to ``path`` (``.npz``), atomically."""
     arrays = {f.name: getattr(game, f.name) for f in fields(game)}
     arrays["game_string"] = np.array(game.game_string)
+    arrays["requested"] = np.array(game.requested)
     arrays["num_actions"] = np.array(game.num_actions, dtype=np.int64)
     arrays["format"] = np.array(FORMAT)
     arrays["format_version"] = np.array(FORMAT_VERSION, dtype=np.int64)
@@ -197,11 +201,42 @@ def load(path: str | os.PathLike) -> CompiledGame:
     if missing or unexpected:
         raise GameFileError(f"{path}: arrays missing {missing}, unexpected {unexpected}")
     arrays["game_string"] = str(arrays["game_string"])
+    arrays["requested"] = str(arrays["requested"])
     arrays["num_actions"] = int(arrays["num_actions"])
     try:
         return CompiledGame(**arrays)
     except GameFileError as error:
         raise GameFileError(f"{path}: {error}") from None
+
+
+def content_hash(game: CompiledGame) -> str:
+    """First 16 hex digits of a SHA-256 over every field of ``game`` (name, dtype, shape and
+    bytes of each array): the same game compiled on any machine has the same hash."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for f in sorted(fields(game), key=lambda f: f.name):
+        value = np.asarray(getattr(game, f.name))
+        digest.update(f"{f.name}:{value.dtype.str}:{value.shape}:".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def load_configured(path: str | os.PathLike, name: str, game_strings, section: str
+                    ) -> CompiledGame:
+    """:func:`load`, then check that the file is the game config ``<section>.game_strings``
+    calls ``name``; else :class:`GameFileError` naming the file and the key."""
+    game = load(path)
+    expected = dict(game_strings).get(name)
+    if expected is None:
+        raise GameFileError(f"{path}: game {name!r} has no entry in config "
+                            f"{section}.game_strings {sorted(game_strings)}")
+    if game.requested != expected:
+        raise GameFileError(f"{path} is the compiled game {game.requested!r}, but config key "
+                            f"'{section}.game_strings.{name}' is {expected!r}: give the file "
+                            "compiled from that key (or delete it, and Snakemake compiles it "
+                            "again)")
+    return game
 
 
 def negated(game: CompiledGame) -> CompiledGame:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import io
 import json
 import logging
 import math
@@ -34,6 +36,7 @@ import os
 import re
 import subprocess
 import time
+import zipfile
 from dataclasses import dataclass
 from functools import partial
 
@@ -54,7 +57,9 @@ from neurd.tabular.sequence_form import sequence_form
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "neurd-neural-checkpoint"
-CHECKPOINT_VERSION = 4  # 3: the policy's entropy and threshold share; 4: the logged logits
+# 3: the policy's entropy and threshold share; 4: the logged logits; 5: the folder's marker,
+# every part's SHA-256 and the digest of meta.json
+CHECKPOINT_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class Plan:
     seeds_per_batch: int = 1
     logits_seeds: tuple[int, ...] = ()
     logits_entropies: tuple[float, ...] = ()
+    batch_origin: int = 0
 
     @property
     def configurations(self) -> list[tuple[str, float, int]]:
@@ -90,15 +96,18 @@ class Plan:
 
     @property
     def batches(self) -> list[tuple[int, ...]]:
-        """The job's run seeds by batch: seed ``s`` is in batch ``s // seeds_per_batch``.
+        """The job's run seeds by batch: seed ``s`` is in batch
+        ``(s - batch_origin) // seeds_per_batch``.
 
         A batch is one call of the compiled program (``vmap`` over its
         configurations); which batch a seed is in, not which job, fixes its
-        numbers, so any split of the seeds into jobs gives the same tables.
+        numbers, so any split of the seeds into jobs gives the same tables.  A
+        seed block (:func:`neurd.pipeline.neural.block_plan`) is one batch of its
+        own: ``batch_origin`` its first seed, ``seeds_per_batch`` its size.
         """
         groups: dict[int, list[int]] = {}
         for s in self.run_seeds:
-            groups.setdefault(s // self.seeds_per_batch, []).append(s)
+            groups.setdefault((s - self.batch_origin) // self.seeds_per_batch, []).append(s)
         return [tuple(groups[k]) for k in sorted(groups)]
 
 
@@ -225,17 +234,33 @@ class _Unfit(ValueError):
         self.array = array
 
 
-# the file names a checkpoint folder holds: its meta.json, its parts, and their temporaries
-# (neurd.tables.atomic_path's ".<name>.tmp-<random><suffix>", left by a writer killed outright)
+class CheckpointPathError(ValueError):
+    """A ``--checkpoint`` path this project will not write to (it holds what it did not
+    write, or cannot be written); raised before any compute."""
+
+
+# the file names a checkpoint folder holds: its marker, its meta.json, its parts, and their
+# temporaries (neurd.tables.atomic_path's ".<name>.tmp-<random><suffix>", left by a writer
+# killed outright); nothing else in a folder is ever removed
+MARKER = ".neurd-checkpoint"
 _PART = re.compile(r"part-(\d+)-(\d+)\.npz")
-_OWN = re.compile(r"meta\.json|part-\d+-\d+\.npz|\.(meta\.json|part-\d+-\d+\.npz)\.tmp-\w+\.\w+")
+_OWN = re.compile(r"\.neurd-checkpoint|meta\.json|part-\d+-\d+\.npz"
+                  r"|\.(meta\.json|part-\d+-\d+\.npz)\.tmp-\w+\.\w+")
 _META_KEYS = ("format", "version", "identity", "next_row", "generation", "parts", "arrays",
-              "pieces")
+              "pieces", "sha256", "digest")
 # the results run() measures at each checkpoint row, and the keys of its records of pieces
 _MEASURED = ("nash_conv", "critic_rmse", "blocked", "critic_loss", "policy_entropy",
              "at_threshold")
-_PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
+PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
                "seconds", "configuration_iterations_per_second")
+
+
+def _meta_digest(meta: dict) -> str:
+    """SHA-256 of everything ``meta.json`` says but its own digest: identity, rows, the
+    arrays' layout, the pieces (the provenance the curves will carry) and every part's
+    SHA-256.  An edit of any of them without this digest's is refused at restore."""
+    body = {k: meta[k] for k in _META_KEYS if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 class _Checkpoint:
@@ -249,18 +274,52 @@ class _Checkpoint:
     generation's parts: a kill at any moment leaves a readable state.  The
     folder can be moved to another machine and resumed there.
 
-    A checkpoint is a cache: one that is unreadable or does not fit the job
-    is dropped (its files removed) with a warning, and the job starts afresh.
+    The folder is this project's only if it holds the marker file
+    :data:`MARKER` (written by :meth:`claim` before any compute): a path that
+    holds anything else, or a file, is refused, and nothing but the files named
+    by ``_OWN`` is ever removed from it.  ``meta.json`` carries every part's
+    SHA-256 and a digest of itself (:func:`_meta_digest`); a part is read only
+    after its hash and its declared sizes check.
+
+    A checkpoint is a cache: one that is unreadable, altered or does not fit
+    the job is dropped (its files removed) with a warning, and the job starts
+    afresh.
     """
 
     def __init__(self, path, identity: dict):
         self.path, self.identity = path, identity
 
+    def claim(self) -> None:
+        """Make the folder this job's (creating it with the marker), or raise
+        :class:`CheckpointPathError`: a file, or a folder holding anything without the
+        marker, is not this project's to write to; a folder it cannot write to would lose
+        the job's state at its first save."""
+        if self.path is None:
+            return
+        folder = os.fspath(self.path)
+        if os.path.islink(folder) or (os.path.exists(folder) and not os.path.isdir(folder)):
+            raise CheckpointPathError(
+                f"--checkpoint {folder} exists and is not a folder: a checkpoint never replaces "
+                "a file it did not write; give another path")
+        if os.path.isdir(folder) and os.listdir(folder) and not os.path.isfile(
+                os.path.join(folder, MARKER)):
+            raise CheckpointPathError(
+                f"--checkpoint {folder} is a folder this project did not make (it holds files "
+                f"but no {MARKER}): a checkpoint never writes into it; give an empty or new "
+                "folder (one left by an older version of neurd can be deleted)")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with atomic_path(os.path.join(folder, MARKER)) as tmp:
+                tmp.write_text(f"{CHECKPOINT_FORMAT}: a neural job's saved state, written by "
+                               "neurd neural-run and removed when the job finishes\n")
+        except OSError as error:
+            raise CheckpointPathError(f"--checkpoint {folder} cannot be written "
+                                      f"({type(error).__name__}: {error.strerror or error})"
+                                      ) from None
+
     def save(self, states: list, next_row: int, results: dict, pieces: list) -> None:
         folder = os.fspath(self.path)
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            os.remove(folder)  # not a checkpoint folder: restore already said it was ignored
-        os.makedirs(folder, exist_ok=True)
+        self.claim()
         generation = self._next_generation(folder)
         arrays = {f"leaf_{i}": np.asarray(x)
                   for i, x in enumerate(jax.tree_util.tree_leaves(states))}
@@ -281,12 +340,18 @@ class _Checkpoint:
                 index[name]["chunks"].append([len(parts), key])
         parts.append(part)
         names = [f"part-{generation}-{k}.npz" for k in range(len(parts))]
+        digests = {}
         for name, content in zip(names, parts):
-            with atomic_path(os.path.join(folder, name)) as tmp, open(tmp, "wb") as handle:
-                np.savez(handle, **content)
+            buffer = io.BytesIO()
+            np.savez(buffer, **content)
+            data = buffer.getvalue()
+            digests[name] = hashlib.sha256(data).hexdigest()
+            with atomic_path(os.path.join(folder, name)) as tmp:
+                tmp.write_bytes(data)
         meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
                 "identity": self.identity, "next_row": next_row, "generation": generation,
-                "parts": names, "arrays": index, "pieces": pieces}
+                "parts": names, "arrays": index, "pieces": pieces, "sha256": digests}
+        meta["digest"] = _meta_digest(meta)
         with atomic_path(os.path.join(folder, "meta.json")) as tmp:
             tmp.write_text(json.dumps(meta, sort_keys=True))
         for stale in os.listdir(folder):
@@ -323,17 +388,15 @@ class _Checkpoint:
         if self.path is None or not os.path.exists(self.path):
             return None
         folder = os.fspath(self.path)
-        if not os.path.isdir(folder):
-            log.warning("ignoring %s: not a checkpoint folder (the first save replaces it); "
-                        "starting afresh", folder)
-            return None
+        if not os.path.isfile(os.path.join(folder, "meta.json")):
+            return None  # claimed, nothing saved yet
         try:
             return self._restore(states, check)
         except Exception as error:  # a checkpoint is a cache: a bad one is dropped, not fatal
             reason = (str(error) if isinstance(error, _Unfit)
                       else f"{type(error).__name__}: {error}")
         try:
-            self._clear()
+            self._clear(keep_marker=True)
             outcome = "removed its files"
         except OSError as error:  # the first save replaces what is left
             outcome = f"could not remove it ({type(error).__name__}: {error})"
@@ -359,12 +422,16 @@ class _Checkpoint:
                 CHECKPOINT_FORMAT, CHECKPOINT_VERSION, self.identity):
             log.warning("ignoring checkpoint %s: it belongs to another run", self.path)
             return None
+        if meta["digest"] != _meta_digest(meta):
+            raise _Unfit("meta.json was altered after it was written (its digest does not "
+                         "match its content)")
         next_row, pieces = meta["next_row"], meta["pieces"]
         if type(next_row) is not int or next_row < 0:
             raise _Unfit(f"meta.json: next_row {next_row!r} is not a checkpoint row")
         if not (isinstance(pieces, list) and all(isinstance(p, dict) for p in pieces)):
             raise _Unfit("meta.json: pieces is not a list of records")
-        arrays, located = self._read_arrays(folder, meta["parts"], meta["arrays"])
+        arrays, located = self._read_arrays(folder, meta["parts"], meta["arrays"],
+                                            meta["sha256"])
         leaves, treedef = jax.tree_util.tree_flatten(states)
         stored = {k for k in arrays if not k.startswith("result_")}
         expected = {f"leaf_{i}" for i in range(len(leaves))}
@@ -410,20 +477,39 @@ class _Checkpoint:
         return meta
 
     @staticmethod
-    def _read_arrays(folder, parts, index) -> tuple[dict, dict]:
-        """``({name: array}, {name: [part files]})`` as ``meta.json`` describes them."""
+    def _read_arrays(folder, parts, index, digests) -> tuple[dict, dict]:
+        """``({name: array}, {name: [part files]})`` as ``meta.json`` describes them; each
+        part read only once its SHA-256 is the one ``meta.json`` gives and its members
+        declare no more bytes than a part holds (so a crafted part cannot inflate)."""
         if not (isinstance(parts, list) and all(isinstance(n, str) and _PART.fullmatch(n)
                                                 for n in parts)):
             raise _Unfit("meta.json: parts is not a list of part-<generation>-<k>.npz names")
         if not isinstance(index, dict):
             raise _Unfit("meta.json: arrays is not an object")
+        if not (isinstance(digests, dict) and set(digests) == set(parts)):
+            raise _Unfit("meta.json: sha256 does not name every part")
         arrays, located = {}, {}
         with contextlib.ExitStack() as stack:
             files = []
             for name in parts:
+                path = os.path.join(folder, name)
                 try:
+                    if os.path.getsize(path) > PART_BYTES + 2**16:
+                        raise _Unfit(f"{name} is {os.path.getsize(path)} bytes, more than a "
+                                     "part holds")
+                    data = open(path, "rb").read()
+                    if hashlib.sha256(data).hexdigest() != digests[name]:
+                        raise _Unfit(f"{name} is not the part that was saved (its SHA-256 "
+                                     "differs from meta.json's)")
+                    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                        declared = sum(member.file_size for member in archive.infolist())
+                    if declared > PART_BYTES + 2**16:
+                        raise _Unfit(f"{name} declares {declared} bytes of arrays, more than a "
+                                     "part holds")
                     files.append(stack.enter_context(
-                        np.load(os.path.join(folder, name), allow_pickle=False)))
+                        np.load(io.BytesIO(data), allow_pickle=False)))
+                except _Unfit:
+                    raise
                 except Exception as error:
                     raise _Unfit(f"{name} is unreadable ({type(error).__name__}: "
                                  f"{error})") from None
@@ -459,7 +545,7 @@ class _Checkpoint:
     def size(self) -> int:
         """Bytes of the saved state (0 if none)."""
         meta = self._meta()
-        if meta is None:
+        if not isinstance(meta, dict) or not isinstance(meta.get("parts"), list):
             return 0
         return sum(os.path.getsize(os.path.join(os.fspath(self.path), n))
                    for n in meta["parts"] + ["meta.json"])
@@ -468,12 +554,13 @@ class _Checkpoint:
         if self.path is not None and os.path.isdir(self.path):
             self._clear()
 
-    def _clear(self) -> None:
-        """Remove the checkpoint's own files, then the folder if that empties it: whatever
-        else is in it (the path may be a folder the user named) is left alone."""
+    def _clear(self, keep_marker: bool = False) -> None:
+        """Remove the checkpoint's own files (its marker too unless ``keep_marker``), then
+        the folder if that empties it: whatever else is in it is left alone."""
         folder = os.fspath(self.path)
         for name in os.listdir(folder):
-            if _OWN.fullmatch(name) and not os.path.isdir(os.path.join(folder, name)):
+            if (_OWN.fullmatch(name) and not os.path.isdir(os.path.join(folder, name))
+                    and not (keep_marker and name == MARKER)):
                 os.remove(os.path.join(folder, name))
         if not os.listdir(folder) and not os.path.islink(folder):
             os.rmdir(folder)
@@ -528,7 +615,7 @@ def _check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, con
     if not (np.all(np.isfinite(logits[measured])) and np.all(np.isnan(logits[~measured]))):
         raise _Unfit("is not finite exactly in the rows the job has measured", "result_logits")
     for i, piece in enumerate(pieces):
-        missing = [k for k in _PIECE_KEYS if k not in piece]
+        missing = [k for k in PIECE_KEYS if k not in piece]
         if missing:
             raise _Unfit(f"meta.json: piece {i} lacks {', '.join(missing)}")
 
@@ -601,6 +688,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     }
     logged = np.asarray(plan.logged, np.int64)
     saver = _Checkpoint(checkpoint_path, identity or {})
+    saver.claim()  # before any compute: a path that is not this project's is refused
     restored = saver.restore(states, partial(_check_resumable, plan, iterations, phases,
                                              configs, int(legal.sum())))
     first_row, pieces = 0, []

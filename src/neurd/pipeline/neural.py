@@ -18,16 +18,18 @@ Per game of the config section ``neural``:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from neurd import games
-from neurd.config import require
+from neurd.config import ConfigError, require
 from neurd.pipeline._stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
 from neurd.tables import read_table, tidy, write_table
@@ -93,11 +95,15 @@ CI_COLUMNS = {
     "game": _RUN_DOCS["game"], "algorithm": _RUN_DOCS["algorithm"],
     "entropy": _RUN_DOCS["entropy"], **_POINT_DOCS,
     "mean": "mean NashConv over seeds",
-    "ci_low": "lower end of the bootstrap confidence interval of the mean (over seeds)",
-    "ci_high": "upper end of the bootstrap confidence interval of the mean (over seeds)",
+    "ci_low": "lower end of the bootstrap confidence interval of the mean (over seeds; NaN "
+              "with one seed)",
+    "ci_high": "upper end of the bootstrap confidence interval of the mean (over seeds; NaN "
+               "with one seed)",
     "uniform_nash_conv": "NashConv of the uniform policy in the phase's game (the audit's "
                          "yardstick for 'converges faster')",
 }
+CURVES_COLUMNS = {**DIAGNOSTIC_COLUMNS,
+                  **{k: NASHCONV_COLUMNS[k] for k in ("policy_updates", "trajectories")}}
 LOGITS_COLUMNS = {
     **{k: v for k, v in DIAGNOSTIC_COLUMNS.items() if k in (*_RUN_DOCS, "critic")},
     **_POINT_DOCS,
@@ -253,7 +259,75 @@ def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
     return [tuple(range(start, min(start + size, seeds))) for start in range(0, seeds, size)]
 
 
+# --- seed blocks --------------------------------------------------------------------------
+# A seed block is a job of its own size outside the Snakemake chunks: run seeds first..last
+# of one game and critic, every algorithm and entropy level, as ONE batch (one vmapped
+# program).  The paper-scale Fig 6 is computed in blocks sized to a short GPU allocation
+# (bench/gpu_allocation.py) and published a block at a time (neurd.publication).  A block's
+# numbers are fixed by the config, the game, the critic and its seeds; which batch a seed is
+# in moves float rounding only (as another device does), so a block records its batches.
+
+_BLOCK = re.compile(r"(learned|exact)_s(\d{1,4})-(\d{1,4})")
+
+
+def block_name(critic: str, first: int, last: int) -> str:
+    """``<critic>_s<first>-<last>``: the block's folder name."""
+    return f"{critic}_s{int(first)}-{int(last)}"
+
+
+def parse_block(name: str) -> tuple[str, int, int]:
+    """``(critic, first, last)`` of a block name; ValueError if it is not one."""
+    match = _BLOCK.fullmatch(name)
+    if not match or int(match.group(2)) > int(match.group(3)):
+        raise ValueError(f"{name!r} is not a seed block's name (<critic>_s<first>-<last>)")
+    return match.group(1), int(match.group(2)), int(match.group(3))
+
+
+def critics(cfg: Mapping, game: str) -> tuple[str, ...]:
+    """The critics ``game`` is run with: the main one, and the exact one too for
+    ``exact_critic_games``."""
+    main = main_critic(cfg)
+    return (main, EXACT) if game in cfg["exact_critic_games"] and main != EXACT else (main,)
+
+
+def check_block(cfg: Mapping, game: str, critic: str, first: int, last: int) -> None:
+    """Raise :class:`~neurd.config.ConfigError` unless the block is one of ``cfg``'s runs."""
+    require(game in cfg["games"], "neural.games", f"{game!r} is not a game of the config "
+            f"({list(cfg['games'])})")
+    require(critic in critics(cfg, game), "neural.exact_critic_games",
+            f"{game} is not run with the {critic} critic (critics: {list(critics(cfg, game))})")
+    require(0 <= first <= last < int(cfg["seeds"]), "neural.seeds",
+            f"seeds {first}-{last} are not run seeds 0-{int(cfg['seeds']) - 1}")
+
+
+def block_plan(cfg: Mapping, game: str, critic: str, first: int, last: int):
+    """The :class:`~neurd.neural.experiment.Plan` of a seed block: seeds ``first..last`` as
+    one batch."""
+    check_block(cfg, game, critic, first, last)
+    return dataclasses.replace(
+        plan(cfg, game, critic, 0), run_seeds=tuple(range(first, last + 1)),
+        seeds_per_batch=last - first + 1, batch_origin=first)
+
+
 CHECKPOINT_MINUTES_VARIABLE = "NEURD_CHECKPOINT_MINUTES"
+DEFAULT_CHECKPOINT_MINUTES = 5.0
+
+
+def checkpoint_minutes_default() -> float:
+    """``$NEURD_CHECKPOINT_MINUTES`` (set by the workflow from neural.checkpoint_minutes), else
+    5; a value that is not a number of minutes >= 0 is refused naming the variable."""
+    text = os.environ.get(CHECKPOINT_MINUTES_VARIABLE)
+    if text is None:
+        return DEFAULT_CHECKPOINT_MINUTES
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"environment variable {CHECKPOINT_MINUTES_VARIABLE}={text!r} is not "
+                          "a number of minutes >= 0 (the workflow sets it from config "
+                          "neural.checkpoint_minutes): unset or correct it")
+    return value
 
 
 def export_settings(cfg: Mapping) -> None:
@@ -408,9 +482,13 @@ def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.Da
         wide = rows.pivot_table(index="seed", columns=["iteration", "phase"],
                                 values="nash_conv", aggfunc="first")
         wide = wide.sort_index(axis=1, level=["iteration", "phase"])
-        mean, low, high = bootstrap_mean_ci(wide.to_numpy(), resamples=b["resamples"],
-                                            confidence=b["confidence"], method=b["method"],
-                                            seed=cfg["seed"])
+        if len(wide) >= 2:
+            mean, low, high = bootstrap_mean_ci(wide.to_numpy(), resamples=b["resamples"],
+                                                confidence=b["confidence"], method=b["method"],
+                                                seed=cfg["seed"])
+        else:  # one seed (a publication's first block): a mean, and no interval
+            mean = wide.to_numpy()[0]
+            low = high = np.full_like(mean, np.nan)
         points = wide.columns.to_frame(index=False)
         frames.append(pd.DataFrame({
             "game": game, "algorithm": algorithm, "entropy": entropy,
@@ -418,6 +496,13 @@ def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.Da
             "mean": mean, "ci_low": low, "ci_high": high,
             "uniform_nash_conv": uniform[points.phase.to_numpy() - 1]}))
     return pd.concat(frames, ignore_index=True)[list(CI_COLUMNS)]
+
+
+def best_entropies(summary: pd.DataFrame, game: str) -> dict[str, float]:
+    """Per algorithm, the entropy level with the lowest mean final NashConv over seeds."""
+    rows = summary[summary.game == game]
+    means = rows.groupby(["algorithm", "entropy"]).final_nash_conv.mean()
+    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()}
 
 
 def game_tables(cfg: Mapping, curves: pd.DataFrame, policies: pd.DataFrame,
@@ -449,14 +534,47 @@ def _game_step(args, cfg) -> None:
 EXIT_STOPPED = 75  # neural-run stopped at its wall-time budget, state saved: run it again
 
 
+def _job(args, cfg):
+    """The job ``neural-run`` is told to run: ``(plan, identity)`` of ``--chunk`` or
+    ``--seeds``."""
+    if (args.chunk is None) == (args.seeds is None):
+        raise ConfigError("neurd neural-run: give --chunk (a Snakemake job) or --seeds "
+                          "FIRST-LAST (a seed block), not both")
+    if args.seeds is not None:
+        try:
+            first, last = (int(x) for x in args.seeds.split("-"))
+        except ValueError:
+            raise ConfigError(f"neurd neural-run: --seeds {args.seeds!r} is not FIRST-LAST "
+                              "(e.g. 0-4)") from None
+        return (block_plan(cfg, args.game, args.critic, first, last),
+                {"seeds": [first, last]})
+    chunks = seed_chunks(cfg)
+    if not 0 <= args.chunk < len(chunks):
+        raise ConfigError(f"neurd neural-run: --chunk {args.chunk} is not a chunk of the config "
+                          f"(0..{len(chunks) - 1}: neural.seeds {cfg['seeds']} in jobs of "
+                          f"neural.seeds_per_job {cfg['seeds_per_job']})")
+    require(args.game in cfg["games"], "neural.games",
+            f"{args.game!r} is not a game of the config ({list(cfg['games'])})")
+    return plan(cfg, args.game, args.critic, args.chunk), {"chunk": args.chunk}
+
+
 def _run_step(args, cfg) -> None:
     minutes = args.stop_after_minutes
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
-        raise SystemExit(f"neurd neural-run: --stop-after-minutes must be a positive number of "
-                         f"minutes, got {minutes}")
+        raise ConfigError(f"neurd neural-run: --stop-after-minutes must be a positive number "
+                          f"of minutes, got {minutes}")
+    if minutes is not None and args.checkpoint is None:
+        raise ConfigError("neurd neural-run: --stop-after-minutes needs --checkpoint (where the "
+                          "state is saved when the budget runs out)")
+    if args.checkpoint_minutes is None:
+        args.checkpoint_minutes = checkpoint_minutes_default()
     if not (math.isfinite(args.checkpoint_minutes) and args.checkpoint_minutes >= 0):
-        raise SystemExit(f"neurd neural-run: --checkpoint-minutes must be a number of minutes "
-                         f">= 0, got {args.checkpoint_minutes}")
+        raise ConfigError(f"neurd neural-run: --checkpoint-minutes must be a number of minutes "
+                          f">= 0, got {args.checkpoint_minutes}")
+    if os.environ.get("JAX_ENABLE_X64", "").strip().lower() not in ("", "0", "false"):
+        raise ConfigError("neurd neural-run: JAX_ENABLE_X64 is set; the neural stage computes "
+                          "in float32 (its exact evaluations switch float64 on for themselves):"
+                          " unset it")
     # On a GPU, scatter-adds (segment sums) are atomic and their order varies from run to
     # run unless XLA is told to be deterministic; read when the backend starts, below.
     flags = os.environ.get("XLA_FLAGS", "")
@@ -466,13 +584,14 @@ def _run_step(args, cfg) -> None:
     from neurd.provenance import git_revision
     from neurd.tables import config_hash
 
-    compiled = games.load(args.compiled)
-    job = plan(cfg, args.game, args.critic, args.chunk)
+    job, which = _job(args, cfg)
+    compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")
     if job.logged and args.logits is None:
-        raise SystemExit("neurd neural-run: config neural.logits_log names runs of this job; "
-                         "give --logits, the file their centred logits go to")
+        raise ConfigError("neurd neural-run: config neural.logits_log names runs of this job; "
+                          "give --logits, the file their centred logits go to")
+    game_hash = games.content_hash(compiled)
     identity = {"config_hash": config_hash(cfg), "game": args.game, "critic": args.critic,
-                "chunk": args.chunk}
+                "game_hash": game_hash, **which}
     revision = git_revision(os.path.dirname(os.path.abspath(__file__)))
     budget = None if args.stop_after_minutes is None else 60.0 * args.stop_after_minutes
     try:
@@ -481,10 +600,13 @@ def _run_step(args, cfg) -> None:
                                  identity=identity, stop_after_seconds=budget,
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
+    except experiment.CheckpointPathError as error:
+        raise ConfigError(f"neurd neural-run: {error}") from None
     except experiment.Stopped as stopped:
         log.warning("neurd neural-run: %s", stopped)
         raise SystemExit(EXIT_STOPPED) from None
-    extra = {"game_string": compiled.game_string, "run_seeds": list(job.run_seeds),
+    extra = {"game_string": cfg["game_strings"][args.game], "game_hash": game_hash,
+             "run_seeds": list(job.run_seeds), "batches": [list(b) for b in job.batches],
              "critic": args.critic, "pieces": results["pieces"]}
     for piece in results["pieces"]:
         log.info("piece on %s (%s, jax %s): %d iterations in %.1f s, %s configuration-"
@@ -492,9 +614,7 @@ def _run_step(args, cfg) -> None:
                  piece["iterations"], piece["seconds"],
                  piece["configuration_iterations_per_second"])
     write_table(run_table(cfg, args.game, args.critic, results, job.configurations),
-                args.curves, columns={**DIAGNOSTIC_COLUMNS, **{
-                    k: NASHCONV_COLUMNS[k] for k in ("policy_updates", "trajectories")}},
-                config=cfg, extra=extra)
+                args.curves, columns=CURVES_COLUMNS, config=cfg, extra=extra)
     write_table(policy_table(cfg, args.game, compiled, results, job.configurations),
                 args.policies, columns=POLICY_COLUMNS, config=cfg, extra=extra)
     if args.logits is not None:
@@ -502,11 +622,38 @@ def _run_step(args, cfg) -> None:
                     args.logits, columns=LOGITS_COLUMNS, config=cfg, extra=extra)
 
 
+def check_job_table(path, cfg: Mapping, game: str, critic: str | None = None) -> dict:
+    """A job's table's metadata, checked to be ``cfg``'s run of ``game`` (its config hash,
+    game string and, where given, critic); else :class:`~neurd.tables.InputFileError`
+    naming the file and what differs."""
+    from neurd.tables import InputFileError, config_hash, read_metadata
+
+    try:
+        meta = read_metadata(path)
+    except (OSError, ValueError) as error:
+        raise InputFileError(f"{path} cannot be read as a table ({error})") from None
+    problems = []
+    if meta.get("config_hash") != config_hash(cfg):
+        problems.append(f"made from another config (hash {meta.get('config_hash')}, this one's "
+                        f"{config_hash(cfg)})")
+    if meta.get("game_string") != cfg["game_strings"].get(game):
+        problems.append(f"of the game {meta.get('game_string')!r}, not {game}'s "
+                        f"{cfg['game_strings'].get(game)!r}")
+    if critic is not None and meta.get("critic") != critic:
+        problems.append(f"of the {meta.get('critic')} critic, not the {critic}")
+    if problems:
+        raise InputFileError(f"{path} is not this config's {game} job: " + "; ".join(problems))
+    return meta
+
+
 def _table_step(args, cfg) -> None:
+    for path in [*args.curves, *args.policies]:
+        check_job_table(path, cfg, args.game)
     curves = pd.concat([read_table(p) for p in args.curves], ignore_index=True)
     policies = pd.concat([read_table(p) for p in args.policies], ignore_index=True)
     policies = policies[policies.seed.isin(curves[curves.critic == main_critic(cfg)].seed)]
-    uniform = uniform_nash_conv(games.load(args.compiled), int(cfg["phases"]))
+    compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")
+    uniform = uniform_nash_conv(compiled, int(cfg["phases"]))
     tables = game_tables(cfg, curves, policies, uniform)
     meta = {"bootstrap": dict(cfg["bootstrap"], statistic="mean over seeds",
                               implementation="scipy.stats.bootstrap")}
@@ -536,7 +683,10 @@ def register(stage: Stage, sub) -> None:
                        _run_step)
     p.add_argument("--game", required=True, help="short name (neural.games)")
     p.add_argument("--critic", required=True, choices=(LEARNED, EXACT))
-    p.add_argument("--chunk", required=True, type=int, help="chunk of run seeds (0-based)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="chunk of run seeds (0-based; the Snakemake jobs)")
+    p.add_argument("--seeds", default=None, metavar="FIRST-LAST",
+                   help="a seed block instead of a chunk: run seeds FIRST..LAST as one batch")
     p.add_argument("--compiled", required=True, help="input: results/neural/<game>/game.npz")
     p.add_argument("--curves", required=True, help="output: the job's curves (.parquet)")
     p.add_argument("--policies", required=True, help="output: the job's end-of-phase policies")
@@ -547,8 +697,7 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--checkpoint", default=None,
                    help="folder where the job state is saved and resumed from (files of at "
                         "most 16 MiB; removed at the end)")
-    p.add_argument("--checkpoint-minutes", type=float,
-                   default=float(os.environ.get(CHECKPOINT_MINUTES_VARIABLE, "5")),
+    p.add_argument("--checkpoint-minutes", type=float, default=None,
                    help="wall time between saves of the state to --checkpoint (default: "
                         "$NEURD_CHECKPOINT_MINUTES, which the workflow sets from config "
                         "neural.checkpoint_minutes, else 5; not in the snapshot: it changes "
@@ -561,6 +710,7 @@ def register(stage: Stage, sub) -> None:
 
     p = stage.add_step(sub, "neural-table", "Fig 6 tables of one game from its jobs",
                        _table_step)
+    p.add_argument("--game", required=True, help="short name (neural.games)")
     p.add_argument("--compiled", required=True, help="input: results/neural/<game>/game.npz")
     p.add_argument("--curves", nargs="+", required=True, help="inputs: the jobs' curves")
     p.add_argument("--policies", nargs="+", required=True, help="inputs: the jobs' policies")

@@ -1,0 +1,550 @@
+"""One short GPU allocation's work for the paper-scale Fig 6, in one command.
+
+    make gpu-allocation MINUTES=9.5 OUT=<folder that comes back>
+    python3 bench/gpu_allocation.py --minutes 9.5 --out OUT      # the same, without make
+
+GPU time comes as short allocations: one machine, about ten minutes of one
+command, nothing kept afterwards but the files the command writes (a few, of at
+most 16 MiB).  Within ``--minutes`` this command
+
+1. **checks** the device (at most ``--check-minutes``): three learning cycles of
+   every game on the CPU and twice on the GPU, at once -- every leaf finite, the
+   two GPU runs bitwise equal, CPU and GPU within the bound (``bench/gpu_check.py``'s
+   first part).  If the check fails, no job starts.
+2. **measures** (when no throughput table of this device is given, or
+   ``--measure always``; at most ``--measure-minutes``): ms per learning cycle
+   of each game at N = 12, 60, 120, 240, 480 configurations with 1, 2 and 3 jobs
+   sharing the GPU, the checkpoint evaluation and the start-up of a job; the same
+   for ``--baseline`` (an older ``src`` tree) with one job; a profile trace
+   (``jax.profiler``) of a short Leduc and Goofspiel segment.  Programs are
+   compiled once, in parallel, into a compilation cache the jobs then share.
+3. **plans** (:func:`neurd.allocation.plan`): the seed blocks that fit what is
+   left, the paper's length first (every game with a seed) then seeds, from the
+   measured (or given) throughput and the seeds the publication already has;
+   every block predicted to finish, none started that would not.
+4. **runs** them (``neurd neural-run --seeds``), several at once on the GPU as
+   planned, each killed only at the hard deadline (its block is then lost).
+5. **packs** the finished blocks (``blocks.json`` and ``blocks.tar.NNN``, every
+   part and file with its SHA-256), with this allocation's report in the index.
+
+Writes into ``--out``: ``allocation.json`` (the report, rewritten as it goes: device,
+check, throughput, plan, jobs, the plan for the rest), ``blocks.json`` and its parts,
+and ``profile.tar.gz`` when a trace was taken.  Back on a CPU machine,
+``make publish-blocks FROM=<that folder>`` checks and publishes the blocks.
+
+Needs jax (CUDA), flax, optax, numpy, pandas, pyarrow; not Snakemake nor OpenSpiel:
+the config snapshot and the compiled games come with the working tree
+(``make gpu-allocation-inputs`` makes them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # this process never takes the GPU
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import gpu_check  # noqa: E402  (bench/gpu_check.py: the check's workers and comparison)
+
+from neurd import allocation  # noqa: E402
+from neurd.packs import pack  # noqa: E402
+
+SIZES = (12, 60, 120, 240, 480)
+STARTED = time.process_time()  # the interpreter's and the imports' CPU time before a worker's
+# first cell (counted in its start-up)
+PARALLEL = (1, 2, 3)
+GAMES = ("kuhn", "leduc", "goofspiel")
+
+
+class Report:
+    """``allocation.json``, rewritten at every step, and a line on the console per event."""
+
+    def __init__(self, out: Path, minutes: float):
+        self.out, self.start, self.minutes = out, time.monotonic(), minutes
+        self.data = {"minutes": minutes, "steps": [], "check": [], "throughput": [],
+                     "jobs": [], "plan": None}
+        self.lock = threading.Lock()
+        out.mkdir(parents=True, exist_ok=True)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        return 60.0 * self.minutes - self.elapsed()
+
+    def say(self, text: str) -> None:
+        print(f"[{self.elapsed() / 60:5.2f} min] {text}", flush=True)
+
+    def step(self, name: str, **fields) -> None:
+        with self.lock:
+            self.data["steps"].append({"step": name, "at_seconds": round(self.elapsed(), 1),
+                                       **fields})
+        self.save()
+        self.say(f"{name}: {fields}" if fields else name)
+
+    def save(self) -> None:
+        with self.lock:
+            text = json.dumps(self.data, indent=1, sort_keys=True, default=str)
+        tmp = self.out / ".allocation.json.tmp"
+        tmp.write_text(text + "\n")
+        os.replace(tmp, self.out / "allocation.json")
+
+
+def _env(platform: str, src: Path = SRC, cache: Path | None = None, fraction=None) -> dict:
+    env = gpu_check._env(platform, True, src)
+    if cache is not None:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+        env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    if fraction is not None:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "true"
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{fraction:.2f}"
+    return env
+
+
+# --- 1. the check ---------------------------------------------------------------------------
+
+
+def _run_all(jobs: list[tuple[list[str], dict]], seconds: float, limit: int = 12
+             ) -> list[subprocess.CompletedProcess | None]:
+    """Run commands (``(argv, env)``), at most ``limit`` at once, all within ``seconds``;
+    each one's result, or None where it did not finish in time (it is killed)."""
+    deadline = time.monotonic() + seconds
+    results: list = [None] * len(jobs)
+    pending, running = list(range(len(jobs))), {}
+    while pending or running:
+        while pending and len(running) < limit:
+            k = pending.pop(0)
+            running[k] = subprocess.Popen(jobs[k][0], env=jobs[k][1], stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True)
+        for k, process in list(running.items()):
+            if process.poll() is not None:
+                results[k] = subprocess.CompletedProcess(jobs[k][0], process.returncode,
+                                                         process.stdout.read())
+                del running[k]
+        if time.monotonic() > deadline:
+            for process in running.values():
+                process.kill()
+            break
+        time.sleep(0.1)
+    return results
+
+
+def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
+                 games: list[str]) -> bool:
+    """gpu_check's cycles, a process per game and device, on the CPU and twice on the
+    device, all at once; compared here."""
+    import numpy as np
+
+    work = report.out / ".check"
+    work.mkdir(exist_ok=True)
+    runs = [(where, game) for where in ("cpu", "a", "b") for game in games]
+    jobs = [([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "cycles", "--games",
+              str(games_dir), "--game", game, "--out", str(work / f"{where}_{game}.npz")],
+             _env("cpu" if where == "cpu" else platform)) for where, game in runs]
+    for (where, game), done in zip(runs, _run_all(jobs, seconds)):
+        if done is None or done.returncode != 0:
+            report.step("check", ok=False, why=f"the {game} run ({where}) "
+                        + ("took too long" if done is None else "failed"),
+                        output=None if done is None else done.stdout[-3000:])
+            return False
+    merged = {}
+    for where in ("cpu", "a", "b"):
+        arrays = {}
+        for game in games:
+            with np.load(work / f"{where}_{game}.npz") as data:
+                arrays.update({k: data[k] for k in data.files})
+        merged[where] = work / f"{where}.npz"
+        np.savez(merged[where], **arrays)
+
+    class Collect(gpu_check.Check):
+        def __init__(self):  # records into the report instead of a folder of its own
+            pass
+
+        def check(self, name, ok, measured):
+            report.data["check"].append({"check": name, "ok": bool(ok), "measured": measured})
+            report.say(f"[{'ok' if ok else 'FAIL'}] {name}")
+
+        def save(self):
+            report.save()
+
+    gpu_check.compare_cycles(Collect(), merged["cpu"], [merged["a"], merged["b"]], games_dir)
+    ok = bool(report.data["check"]) and all(c["ok"] for c in report.data["check"])
+    report.step("check", ok=ok)
+    return ok
+
+
+# --- 2. the measurement ---------------------------------------------------------------------
+
+
+def worker(args) -> int:
+    """Time cells ``game:critic:N`` in order (``--sync``: wait for ``--parallel`` workers
+    before each, so that they share the GPU), or only compile them (``--compile-only``)."""
+    import jax
+    import numpy as np
+
+    from neurd import games
+    from neurd.neural import train
+
+    rows = []
+    for cell in args.cells:
+        name, critic, n = cell.split(":")
+        compiled = games.load(Path(args.games) / name / "game.npz")
+        game = train.neural_game(compiled)
+        fields = {f.name for f in __import__("dataclasses").fields(train.Spec)}
+        extra = {"precision": "float32"} if "precision" in fields else {}
+        spec = train.Spec(critic=critic, **extra)
+        start = time.perf_counter()
+        states, keys, etas = gpu_check._setup(int(n) // 12, name, spec, game, train)
+        states = jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, 2,
+                                                         np.float32(1.0)))
+        row = {"game": name, "critic": critic, "configurations": int(n),
+               "parallel": args.parallel,
+               "startup_seconds": round(time.perf_counter() - start + STARTED, 2)}
+        if not args.compile_only:
+            if args.sync:
+                ready = Path(args.sync) / cell
+                ready.mkdir(parents=True, exist_ok=True)
+                (ready / f"{args.slot}").touch()
+                wait_until = time.monotonic() + 60
+                while (len(list(ready.iterdir())) < args.parallel
+                       and time.monotonic() < wait_until):
+                    time.sleep(0.005)
+            count = 40 if int(n) >= 240 else 100
+            timings, first = [], 2
+            for _ in range(2):
+                t = time.perf_counter()
+                states = jax.block_until_ready(train.run_segment(
+                    spec, game, states, keys, etas, first, count, np.float32(1.0)))
+                timings.append(time.perf_counter() - t)
+                first += count
+            row["ms_per_cycle"] = round(1e3 * min(timings) / count, 4)
+            row["finite"] = bool(all(np.all(np.isfinite(np.asarray(x)))
+                                     for x in jax.tree_util.tree_leaves(states)))
+            if args.evaluation:
+                row["checkpoint_seconds"] = round(gpu_check._checkpoint_seconds(
+                    compiled, spec, game, states, etas, train), 4)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if args.profile and name in ("leduc", "goofspiel") and critic == "learned":
+            with jax.profiler.trace(str(Path(args.profile) / f"{name}-{n}")):
+                jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 500,
+                                                        20, np.float32(1.0)))
+    Path(args.out).write_text(json.dumps(rows))
+    return 0
+
+
+def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: int, extra,
+             seconds: float) -> list[dict]:
+    """``parallel`` workers over ``cells`` at once; their rows (none if they overrun)."""
+    work = report.out / ".measure" / what
+    work.mkdir(parents=True, exist_ok=True)
+    sync = work / "sync"
+    processes = []
+    for slot in range(parallel):
+        out = work / f"rows_{slot}.json"
+        command = [sys.executable, str(Path(__file__).resolve()), "worker", "--games",
+                   str(report.games_dir), "--out", str(out), "--parallel", str(parallel),
+                   "--slot", str(slot), "--sync", str(sync), "--cells", *cells, *extra]
+        processes.append((out, subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                                stderr=subprocess.STDOUT, text=True)))
+    rows = []
+    deadline = time.monotonic() + seconds
+    for out, process in processes:
+        try:
+            output, _ = process.communicate(timeout=max(deadline - time.monotonic(), 1.0))
+        except subprocess.TimeoutExpired:
+            for _, p in processes:
+                p.kill()
+            report.step(f"measure {what}", skipped=f"overran {seconds:.0f} s")
+            return []
+        if process.returncode != 0:
+            report.step(f"measure {what}", failed=output[-2000:])
+            return []
+        rows += json.loads(out.read_text())
+    return rows
+
+
+def measure(report: Report, cells: list[str], seconds: float, cache: Path, platform: str,
+            baseline: Path | None) -> list[dict]:
+    """The throughput table (see the module docstring), within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    trees = [("this", SRC)] + ([("baseline", baseline / "src" if (baseline / "src").is_dir()
+                                 else baseline)] if baseline else [])
+    # compile every program once, a process per program, a dozen at once
+    compiling = []
+    for code, src in trees:
+        for cell in cells:
+            out = report.out / ".measure" / f"compile_{code}_{cell.replace(':', '_')}.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            compiling.append((code, out, [sys.executable, str(Path(__file__).resolve()),
+                                          "worker", "--games", str(report.games_dir), "--out",
+                                          str(out), "--compile-only", "--cells", cell],
+                              _env(platform, src, cache)))
+    done = _run_all([(c, e) for _, _, c, e in compiling],
+                    max(deadline - time.monotonic() - 60, 1.0))
+    startups = {}
+    for (code, out, _, _), result in zip(compiling, done):
+        if result is not None and result.returncode == 0:
+            for row in json.loads(out.read_text()):
+                startups[(code, row["game"], row["critic"], row["configurations"])] = row[
+                    "startup_seconds"]
+    report.step("measure: compiled", programs=len(startups))
+    rows = []
+    rounds = [("this", SRC, p) for p in PARALLEL] + [(code, src, 1) for code, src in trees[1:]]
+    for code, src, parallel in rounds:
+        left = deadline - time.monotonic()
+        if left < 20:
+            report.step(f"measure {code} x{parallel}", skipped=f"{left:.0f} s left")
+            continue
+        extra = ["--evaluation"] if (code, parallel) == ("this", 1) else []
+        if (code, parallel) == ("this", 1) and report.profile:
+            extra += ["--profile", str(report.out / ".profile")]
+        got = _workers(report, f"{code}_x{parallel}", cells, _env(platform, src, cache),
+                       parallel, extra, left)
+        for row in got:
+            row["code"] = code
+            row["startup_seconds"] = startups.get(
+                (code, row["game"], row["critic"], row["configurations"]))
+        rows += got
+        report.data["throughput"] = rows
+        report.step(f"measure {code} x{parallel}", rows=len(got))
+    return rows
+
+
+def pack_profile(report: Report) -> None:
+    folder = report.out / ".profile"
+    if not folder.is_dir():
+        return
+    target = report.out / "profile.tar.gz"
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(folder, arcname="profile")
+    if target.stat().st_size > 15 * 2**20:
+        target.unlink()
+        report.step("profile", dropped="over 15 MiB")
+    else:
+        report.step("profile", bytes=target.stat().st_size)
+
+
+# --- 3-5. plan, run, pack ---------------------------------------------------------------------
+
+
+def published_seeds(publication: Path) -> dict[str, list[int]]:
+    manifest = publication / "manifest.json"
+    if not manifest.is_file():
+        return {}
+    games = json.loads(manifest.read_text()).get("games", {})
+    return {g: list(e.get("seeds", [])) for g, e in games.items()}
+
+
+def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, platform: str,
+             cache: Path, hard_deadline: float) -> list[Path]:
+    """The plan's blocks, ``step.parallel`` at a time (one queue per slot); the folders of
+    those that finished."""
+    work = results / "allocation"
+    finished = []
+    fraction = 0.9 / step.parallel
+
+    def slot_queue(slot: int) -> None:
+        for block in [b for b in step.blocks if b.slot == slot]:
+            left = hard_deadline - time.monotonic()
+            record = {"block": f"{block.game}/{block.name}", "slot": slot,
+                      "predicted_seconds": block.predicted_seconds}
+            if block.predicted_seconds > left:
+                record["status"] = f"not started: predicted {block.predicted_seconds:.0f} s, " \
+                                   f"{left:.0f} s left"
+                with report.lock:
+                    report.data["jobs"].append(record)
+                report.say(f"{record['block']}: {record['status']}")
+                continue
+            folder = work / f"neural/{block.game}/blocks/{block.name}"
+            folder.mkdir(parents=True, exist_ok=True)
+            command = [sys.executable, "-m", "neurd.cli", "neural-run",
+                       "--config", str(results / "config/neural.json"), "--game", block.game,
+                       "--critic", block.critic, "--seeds", f"{block.first}-{block.last}",
+                       "--compiled", str(results / f"neural/{block.game}/game.npz"),
+                       "--curves", str(folder / "curves.parquet"),
+                       "--policies", str(folder / "policies.parquet")]
+            report.say(f"{record['block']}: started on slot {slot} (predicted "
+                       f"{block.predicted_seconds / 60:.1f} min, {left / 60:.1f} min left)")
+            start = time.monotonic()
+            with open(folder / "run.log", "w") as log:
+                process = subprocess.Popen(command, env=_env(platform, SRC, cache, fraction),
+                                           stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+                try:
+                    process.wait(timeout=max(hard_deadline - time.monotonic(), 1.0))
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            record["seconds"] = round(time.monotonic() - start, 1)
+            record["returncode"] = process.returncode
+            ok = process.returncode == 0 and (folder / "curves.parquet").is_file()
+            record["status"] = "finished" if ok else "lost (killed at the deadline or failed)"
+            if not ok:
+                record["log"] = (folder / "run.log").read_text()[-2000:]
+            with report.lock:
+                report.data["jobs"].append(record)
+                if ok:
+                    finished.append(folder)
+            report.save()
+            report.say(f"{record['block']}: {record['status']} in {record['seconds']:.0f} s")
+
+    threads = [threading.Thread(target=slot_queue, args=(k,)) for k in range(step.parallel)]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        time.sleep(30.0)
+        running = [j for j in report.data["jobs"]]
+        report.say(f"jobs: {len(running)} of {len(step.blocks)} done, "
+                   f"{max(hard_deadline - time.monotonic(), 0) / 60:.1f} min to the deadline")
+    return finished
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode")
+    w = sub.add_parser("worker")
+    w.add_argument("--games", required=True)
+    w.add_argument("--cells", nargs="+", required=True)
+    w.add_argument("--out", required=True)
+    w.add_argument("--parallel", type=int, default=1)
+    w.add_argument("--slot", type=int, default=0)
+    w.add_argument("--sync", default=None)
+    w.add_argument("--compile-only", action="store_true")
+    w.add_argument("--evaluation", action="store_true")
+    w.add_argument("--profile", default=None)
+    parser.add_argument("--results", default="results/paper",
+                        help="the scale's results folder: config/neural.json and "
+                             "neural/<game>/game.npz (make gpu-allocation-inputs)")
+    parser.add_argument("--publication", default="published/paper",
+                        help="the publication whose seeds are done")
+    parser.add_argument("--out", required=False, help="the folder that comes back")
+    parser.add_argument("--minutes", type=float, default=9.5, help="the allocation's budget")
+    parser.add_argument("--check-minutes", type=float, default=1.0)
+    parser.add_argument("--measure", choices=("auto", "always", "never"), default="auto",
+                        help="auto: measure unless --throughput holds rows of this device")
+    parser.add_argument("--measure-minutes", type=float, default=3.0)
+    parser.add_argument("--throughput", action="append", default=[],
+                        help="a throughput table: an earlier allocation's report (repeat); "
+                             "its rows of this device's kind are used")
+    parser.add_argument("--baseline", default=None, help="an older src tree timed beside")
+    parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--reserve-minutes", type=float, default=0.5,
+                        help="kept at the end for packing")
+    parser.add_argument("--max-parallel", type=int, default=3)
+    parser.add_argument("--platform", default="cuda",
+                        help="the JAX platform of the jobs (cpu: a dry run on a CPU)")
+    args = parser.parse_args(argv)
+    if args.mode == "worker":
+        return worker(args)
+    for key in ("minutes", "check_minutes", "measure_minutes", "reserve_minutes"):
+        value = getattr(args, key)
+        if not (value == value and 0 <= value < 1e4):
+            parser.error(f"--{key.replace('_', '-')} must be a number of minutes, got {value}")
+    if args.minutes <= 0 or args.max_parallel < 1:
+        parser.error("--minutes must be positive and --max-parallel at least 1")
+    if not args.out:
+        parser.error("--out is required")
+    results = Path(args.results)
+    snapshot = results / "config/neural.json"
+    if not snapshot.is_file():
+        parser.error(f"{snapshot} is missing: make gpu-allocation-inputs (on a machine with "
+                     "Snakemake and OpenSpiel) and carry results/paper here")
+    cfg = json.loads(snapshot.read_text())
+    missing = [g for g in cfg["games"] if not (results / f"neural/{g}/game.npz").is_file()]
+    if missing:
+        parser.error(f"compiled games missing in {results}/neural: {missing}")
+    report = Report(Path(args.out), args.minutes)
+    report.games_dir = results / "neural"
+    report.profile = not args.no_profile
+    cache = results / "allocation" / "jax-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    info = subprocess.run([sys.executable, "-c", "import jax; d = jax.devices()[0]; "
+                           "print(jax.__version__, '|', d.platform, '|', d.device_kind)"],
+                          env=_env(args.platform), capture_output=True, text=True)
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True).stdout
+    except OSError:
+        smi = ""
+    from neurd.provenance import REVISION_FILE_VARIABLE, git_revision, source_hash
+    from neurd.tables import config_hash
+
+    if (results / "revision.json").is_file():
+        os.environ[REVISION_FILE_VARIABLE] = str((results / "revision.json").resolve())
+    report.data.update({
+        "device": info.stdout.strip(), "nvidia_smi": smi.strip(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "revision": git_revision(ROOT), "config_hash": config_hash(cfg),
+        # what a cycle runs: throughput measured under another code is measured again
+        "code_revision": source_hash(SRC / "neurd" / "neural", SRC / "neurd" / "tabular")})
+    report.step("start", device=info.stdout.strip() or info.stderr[-300:])
+    if args.platform != "cpu" and "gpu" not in info.stdout:
+        report.step("no GPU visible to JAX: nothing run")
+        return 1
+
+    if not check_device(report, results / "neural", args.platform, 60 * args.check_minutes,
+                        list(cfg["games"])):
+        return 1
+
+    kind = info.stdout.split("|")[-1].strip()
+    rows = []
+    for path in args.throughput:
+        given = json.loads(Path(path).read_text())
+        rows += [dict(r, source=Path(path).name) for r in given.get("throughput", [])
+                 if kind and r.get("device") == kind and r.get("code") == "this"
+                 and r.get("revision_code") == report.data["code_revision"]]
+    if args.measure == "always" or (args.measure == "auto" and not rows):
+        cells = [f"{g}:{c}:{n}" for g in cfg["games"]
+                 for c in (("learned", "exact") if g in cfg["exact_critic_games"]
+                           else ("learned",)) for n in SIZES]
+        budget = min(60 * args.measure_minutes, report.left() - 120)
+        measured = measure(report, cells, budget, cache, args.platform,
+                           Path(args.baseline) if args.baseline else None)
+        for row in measured:
+            row["device"], row["revision_code"] = kind, report.data["code_revision"]
+        rows = measured
+        pack_profile(report)
+    report.data["throughput"] = rows
+    throughput = allocation.Throughput(rows)
+    published = published_seeds(Path(args.publication))
+    jobs_seconds = report.left() - 60 * args.reserve_minutes
+    step = allocation.plan(cfg, published, throughput, jobs_seconds, args.max_parallel)
+    rest = allocation.schedule(cfg, published, throughput, 60 * (args.minutes
+                                                               - args.check_minutes
+                                                               - args.reserve_minutes) - 30,
+                               args.max_parallel)
+    report.data["plan"] = step.to_json()
+    report.data["rest"] = {"allocations": len(rest),
+                           "words": allocation.describe(cfg, published, rest)}
+    report.step("plan", blocks=[f"{b.game}/{b.name}@{b.slot}" for b in step.blocks],
+                parallel=step.parallel, notes=step.notes)
+    hard = time.monotonic() + jobs_seconds
+    finished = run_jobs(report, cfg, step, results, args.platform, cache, hard)
+    files = {}
+    for folder in finished:
+        for name in ("curves.parquet", "policies.parquet", "run.log"):
+            member = folder.relative_to(results / "allocation").as_posix() + f"/{name}"
+            files[member] = folder / name
+    report.step("pack", blocks=len(finished))
+    if files:
+        pack(files, report.out, "blocks", extra={"config_hash": config_hash(cfg),
+                                                  "allocation": report.data})
+    report.step("done", blocks=[str(f.relative_to(results / "allocation")) for f in finished])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
