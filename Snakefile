@@ -10,6 +10,7 @@
 # rule all, provenance) finds it through the registry.
 from snakemake.utils import min_version
 
+from neurd.configfile import type_overrides
 from neurd.stages import DEFAULT_CONFIG, validate
 
 min_version("9.0")
@@ -17,6 +18,10 @@ min_version("9.0")
 
 configfile: DEFAULT_CONFIG
 
+
+# `--config neural={seeds: 2}` typed as a config file's values are (Snakemake keeps nested
+# command-line values as strings).
+type_overrides(config, workflow.config_settings.config)
 
 # Each section against its schema (types, ranges, unknown keys, defaults), then
 # the checks a schema cannot express; both name the offending key and stop

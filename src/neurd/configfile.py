@@ -12,7 +12,9 @@ where there is one):
 
 * a file over :data:`MAX_CONFIG_BYTES`, from ``os.stat`` before a byte is read
   (and, for what ``stat`` cannot size, a pipe say, after reading one byte more
-  than the cap);
+  than the cap); a pipe that gives no end of file within :data:`PIPE_SECONDS`
+  (a named pipe nobody writes to), and what is no file (a folder, a socket);
+* a control character other than tab and line ends (a NUL, an escape);
 * JSON objects and YAML mappings with a duplicate key, at any depth (YAML
   keys are compared as the values they load to, so ``1`` and ``1.0`` clash,
   as they would in the dict).  YAML merge keys (``<<: *base``) are allowed:
@@ -45,6 +47,9 @@ import json
 import json.decoder
 import json.scanner
 import os
+import select
+import stat
+import time
 
 import yaml
 import yaml.nodes
@@ -77,11 +82,17 @@ def read_config_file(path: str | os.PathLike) -> dict:
     config; every refusal is a one-line :class:`ConfigError` naming ``path``.
     """
     try:
-        size = os.stat(path).st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(_too_big(path, size))
-        with open(path, "rb") as handle:  # a pipe's size is only known by reading it
-            data = handle.read(MAX_CONFIG_BYTES + 1)
+        info = os.stat(path)
+        if stat.S_ISREG(info.st_mode):
+            if info.st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(_too_big(path, info.st_size))
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_CONFIG_BYTES + 1)
+        elif stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode):
+            data = _read_pipe(path)  # a pipe's size is only known by reading it
+        else:
+            raise ConfigError(f"config file {path} is not a file (a folder, socket or device); "
+                              "not read")
     except OSError as error:
         raise ConfigError(f"config file {path}: cannot read it: {error.strerror or error}") \
             from None
@@ -96,12 +107,53 @@ def read_config_file(path: str | os.PathLike) -> dict:
     return parse_config(text, path)
 
 
+PIPE_SECONDS = 10.0
+"""How long a config read from a pipe may take to arrive (a named pipe nobody writes to would
+otherwise hang the reader)."""
+
+
+def _read_pipe(path) -> bytes:
+    """A pipe's bytes (at most one more than the cap), without waiting for ever: opened
+    without blocking, read until its writer closes it or :data:`PIPE_SECONDS` pass."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    chunks, size, deadline = [], 0, time.monotonic() + PIPE_SECONDS
+    try:
+        while size <= MAX_CONFIG_BYTES:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                raise ConfigError(f"config file {path} is a pipe that gave no end of file within "
+                                  f"{PIPE_SECONDS:g} s (nothing writing to it?); not read")
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _control_character(text: str, path) -> None:
+    """Refuse a control character (other than tab and line ends): neither JSON nor YAML
+    config text holds one, and a terminal would act on it when the file is shown."""
+    for position, character in enumerate(text):
+        if (ord(character) < 0x20 and character not in "\t\n\r") or character == "\x7f":
+            line = _line(text, position)
+            column = position - text.rfind("\n", 0, position)
+            raise ConfigError(f"config file {path}: control character U+{ord(character):04X} at "
+                              f"line {line}, column {column}; not a text config")
+
+
 def parse_config(text: str, path: str | os.PathLike = "<string>") -> dict:
     """The config in ``text`` (JSON, else YAML), checked as :func:`read_config_file` does.
 
     ``path`` only names the file in messages; no size cap applies to ``text``
     here beyond :data:`MAX_CONFIG_NODES`.
     """
+    _control_character(text, path)
     try:
         config = _parse_json(text, path)
     except ConfigError:
@@ -210,7 +262,11 @@ _TAGS = frozenset(tag for tag in _SafeLoader.yaml_constructors if tag is not Non
 
 
 def _parse_yaml(text: str, path) -> object:
-    loader = _SafeLoader(text, path)
+    try:
+        loader = _SafeLoader(text, path)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"config file {path} is neither JSON nor valid YAML"
+                          f"{_yaml_problem(error)}") from None
     try:
         root = loader.get_single_node()
         if root is None:
@@ -336,3 +392,47 @@ def _check_nodes(loader, root, path) -> None:
                                           f"at line {line} (first at line {first[loaded]})")
                     first[loaded] = line
         stack.extend(_children(node))
+
+
+# --- command-line overrides ----------------------------------------------------------------
+
+
+def type_overrides(config: dict, overrides) -> list[str]:
+    """Type ``snakemake --config`` values nested in a mapping as a config file's are.
+
+    Snakemake parses a top-level ``--config key=value`` as a number or a boolean where it
+    can, but reads a nested one (``neural={seeds: 2}``) with YAML's base loader, which keeps
+    every scalar a string ("2"), so the schema would refuse a valid override.  Every string
+    in ``overrides`` below the top level is read again as a YAML scalar of a config file
+    (``yaml.safe_load``: ``2`` an int, ``0.1`` a float, ``true`` a bool) and put in
+    ``config`` at its place; strings stay strings.  Returns the dotted keys retyped.
+    """
+    retyped: list[str] = []
+
+    def retype(value, path):
+        if isinstance(value, dict):
+            return {k: retype(v, f"{path}.{k}") for k, v in value.items()}
+        if isinstance(value, list):
+            return [retype(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, str):
+            try:
+                typed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            if isinstance(typed, (bool, int, float)) or typed is None:
+                retyped.append(path)
+                return typed
+        return value
+
+    for key, value in dict(overrides or {}).items():
+        if isinstance(value, (dict, list)) and key in config:
+            typed = retype(value, key)
+            config[key] = _merged(config[key], typed)
+    return retyped
+
+
+def _merged(base, given):
+    """``given`` over ``base`` (mappings merged key by key, as Snakemake merges overrides)."""
+    if isinstance(base, dict) and isinstance(given, dict):
+        return {**base, **{k: _merged(base.get(k), v) for k, v in given.items()}}
+    return given

@@ -94,14 +94,22 @@ def runtimes(benchmarks: str | os.PathLike) -> list[dict[str, object]]:
     import csv
     from pathlib import Path
 
+    from neurd.tables import InputFileError
+
     rows = []
     for path in sorted(Path(benchmarks).glob("*.tsv")):
-        with open(path) as handle:
-            record = next(csv.DictReader(handle, delimiter="\t"), None)
-        if record:
-            rows.append({"step": path.stem, "seconds": float(record["s"]),
-                         "max_rss_mb": float(record["max_rss"])
-                         if record.get("max_rss", "NA") != "NA" else None})
+        try:
+            with open(path, encoding="utf-8") as handle:
+                record = next(csv.DictReader(handle, delimiter="\t"), None)
+            if record:
+                rows.append({"step": path.stem, "seconds": float(record["s"]),
+                             "max_rss_mb": float(record["max_rss"])
+                             if record.get("max_rss", "NA") != "NA" else None})
+        except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError,
+                ValueError) as error:
+            raise InputFileError(f"benchmark file {path} cannot be read as Snakemake's "
+                                 f"benchmark table ({type(error).__name__}: {error}): delete "
+                                 "it and rerun its step") from None
     return rows
 
 

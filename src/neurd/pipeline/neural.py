@@ -538,19 +538,19 @@ def _job(args, cfg):
     """The job ``neural-run`` is told to run: ``(plan, identity)`` of ``--chunk`` or
     ``--seeds``."""
     if (args.chunk is None) == (args.seeds is None):
-        raise ConfigError("neurd neural-run: give --chunk (a Snakemake job) or --seeds "
+        raise ConfigError("give --chunk (a Snakemake job) or --seeds "
                           "FIRST-LAST (a seed block), not both")
     if args.seeds is not None:
         try:
             first, last = (int(x) for x in args.seeds.split("-"))
         except ValueError:
-            raise ConfigError(f"neurd neural-run: --seeds {args.seeds!r} is not FIRST-LAST "
+            raise ConfigError(f"--seeds {args.seeds!r} is not FIRST-LAST "
                               "(e.g. 0-4)") from None
         return (block_plan(cfg, args.game, args.critic, first, last),
                 {"seeds": [first, last]})
     chunks = seed_chunks(cfg)
     if not 0 <= args.chunk < len(chunks):
-        raise ConfigError(f"neurd neural-run: --chunk {args.chunk} is not a chunk of the config "
+        raise ConfigError(f"--chunk {args.chunk} is not a chunk of the config "
                           f"(0..{len(chunks) - 1}: neural.seeds {cfg['seeds']} in jobs of "
                           f"neural.seeds_per_job {cfg['seeds_per_job']})")
     require(args.game in cfg["games"], "neural.games",
@@ -561,18 +561,18 @@ def _job(args, cfg):
 def _run_step(args, cfg) -> None:
     minutes = args.stop_after_minutes
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
-        raise ConfigError(f"neurd neural-run: --stop-after-minutes must be a positive number "
+        raise ConfigError(f"--stop-after-minutes must be a positive number "
                           f"of minutes, got {minutes}")
     if minutes is not None and args.checkpoint is None:
-        raise ConfigError("neurd neural-run: --stop-after-minutes needs --checkpoint (where the "
+        raise ConfigError("--stop-after-minutes needs --checkpoint (where the "
                           "state is saved when the budget runs out)")
     if args.checkpoint_minutes is None:
         args.checkpoint_minutes = checkpoint_minutes_default()
     if not (math.isfinite(args.checkpoint_minutes) and args.checkpoint_minutes >= 0):
-        raise ConfigError(f"neurd neural-run: --checkpoint-minutes must be a number of minutes "
+        raise ConfigError(f"--checkpoint-minutes must be a number of minutes "
                           f">= 0, got {args.checkpoint_minutes}")
     if os.environ.get("JAX_ENABLE_X64", "").strip().lower() not in ("", "0", "false"):
-        raise ConfigError("neurd neural-run: JAX_ENABLE_X64 is set; the neural stage computes "
+        raise ConfigError("JAX_ENABLE_X64 is set; the neural stage computes "
                           "in float32 (its exact evaluations switch float64 on for themselves):"
                           " unset it")
     # On a GPU, scatter-adds (segment sums) are atomic and their order varies from run to
@@ -587,7 +587,7 @@ def _run_step(args, cfg) -> None:
     job, which = _job(args, cfg)
     compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")
     if job.logged and args.logits is None:
-        raise ConfigError("neurd neural-run: config neural.logits_log names runs of this job; "
+        raise ConfigError("config neural.logits_log names runs of this job; "
                           "give --logits, the file their centred logits go to")
     game_hash = games.content_hash(compiled)
     identity = {"config_hash": config_hash(cfg), "game": args.game, "critic": args.critic,
@@ -601,7 +601,7 @@ def _run_step(args, cfg) -> None:
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
     except experiment.CheckpointPathError as error:
-        raise ConfigError(f"neurd neural-run: {error}") from None
+        raise ConfigError(f"{error}") from None
     except experiment.Stopped as stopped:
         log.warning("neurd neural-run: %s", stopped)
         raise SystemExit(EXIT_STOPPED) from None
