@@ -12,9 +12,9 @@ chose not to start.
 the measured throughput (ms per learning cycle of each game and critic at N
 configurations with P jobs sharing the GPU) and the minutes left.  It puts the
 paper's **length** first (every game at full length with at least one seed
-before any game gets more), then **seeds** (the game with the fewest next);
-each block gets as many seeds as fit the slot it goes to, and a block whose
-predicted time does not fit is never planned.  It tries 1..P slots and keeps
+before any game gets more), then **seeds** (the cheapest next seed first, so
+that the allocations needed for all of them are few); a block whose predicted
+time does not fit is never planned.  It tries 1..P slots and keeps
 the best.  :func:`schedule` repeats it over future allocations of the same
 size: the plan for the rest.
 """
@@ -27,11 +27,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-# A job's predicted time is (start-up + cycles x ms + checkpoints x evaluation + overhead)
-# times SAFETY: the throughput was measured on short segments, the jobs run for minutes.
-# Start-up is what compiling and the first segment took in a fresh process; the overhead
-# covers the rest a job does once (imports, the exact evaluation's compilation, the tables)
-SAFETY = 1.25
+# A job's predicted time is start-up + overhead + SAFETY x (cycles x ms + checkpoints x
+# evaluation): the throughput was measured on short segments, the jobs run for minutes.
+# Start-up is what compiling and the first segment took in a fresh process (measured with
+# the other programs compiling beside it: an upper bound); the overhead covers the rest a job
+# does once (imports, the exact evaluation's compilation, writing the tables)
+SAFETY = 1.15
 JOB_OVERHEAD_SECONDS = 45.0
 DEFAULT_STARTUP_SECONDS = 60.0
 
@@ -114,9 +115,18 @@ class Throughput:
     timed, ``checkpoint_seconds`` and ``startup_seconds``."""
 
     def __init__(self, rows: Sequence[Mapping]):
-        self.rows = [r for r in rows if r.get("code", "this") == "this"
-                     and math.isfinite(float(r.get("ms_per_cycle", math.nan)))
-                     and float(r["ms_per_cycle"]) > 0]
+        """Rows of this code with a finite positive time; where several jobs timed the same
+        cell at once (``parallel`` > 1, a row each), the slowest is kept."""
+        kept: dict[tuple, dict] = {}
+        for row in rows:
+            ms = float(row.get("ms_per_cycle", math.nan))
+            if row.get("code", "this") != "this" or not (math.isfinite(ms) and ms > 0):
+                continue
+            key = (row["game"], row.get("critic", "learned"), int(row["configurations"]),
+                   int(row["parallel"]))
+            if key not in kept or ms > float(kept[key]["ms_per_cycle"]):
+                kept[key] = dict(row)
+        self.rows = list(kept.values())
 
     def parallels(self) -> list[int]:
         return sorted({int(r["parallel"]) for r in self.rows})
@@ -143,7 +153,7 @@ class Throughput:
         startup = max(startups) if startups else DEFAULT_STARTUP_SECONDS
         work = (cycles(cfg, game) * ms / 1e3
                 + checkpoints(cfg, game) * (evaluation or 0.0) * parallel)
-        return SAFETY * (startup + work + JOB_OVERHEAD_SECONDS)
+        return startup + JOB_OVERHEAD_SECONDS + SAFETY * work
 
 
 def _critics(cfg: Mapping, game: str) -> tuple[str, ...]:
@@ -154,63 +164,93 @@ def _critics(cfg: Mapping, game: str) -> tuple[str, ...]:
 
 def plan_slots(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
                seconds: float, parallel: int) -> Plan:
-    """The greedy plan with ``parallel`` slots of ``seconds`` each (see the module)."""
-    from neurd.pipeline.neural import main_critic
+    """The plan with ``parallel`` slots of ``seconds`` each (see the module):
 
+    1. **length**: a one-seed block of every game that has no seed yet, the cheapest first,
+       each in the slot with the most time left (with its exact-critic twin);
+    2. **seeds**: those blocks grown a seed at a time, the one whose next seed costs least
+       first (a block of more seeds costs little more on a GPU), while they fit their slots;
+    3. new blocks, as large as fit, the game with the fewest seeds first, while any fits.
+    """
     free = [float(seconds)] * parallel
     total = int(cfg["seeds"])
     done = {g: sorted(int(s) for s in published.get(g, ())) for g in cfg["games"]}
-    main = {g: main_critic(cfg) for g in cfg["games"]}
-    out = Plan(parallel=parallel)
-    blocked: set[str] = set()
     order = list(cfg["games"])
-    while True:
-        have = out.seeds_after(done, main)
-        open_games = [g for g in order if have[g] < total and g not in blocked]
-        if not open_games:
-            break
-        game = min(open_games, key=lambda g: (have[g], order.index(g)))
-        first = _next_seed(done[game], out.blocks, game, main[game])
-        room = _room(done[game], out.blocks, game, main[game], first, total)
-        chosen = None
-        for seeds in range(room, 0, -1):
-            times = [throughput.predict(cfg, game, c, seeds, parallel) for c in
-                     _critics(cfg, game)]
-            if any(t is None for t in times):
-                continue
-            slots = _fit(free, times)
+    units: list[dict] = []  # game, first, seeds, times and slots per critic
+
+    def times(game, seeds):
+        out = [throughput.predict(cfg, game, c, seeds, parallel) for c in _critics(cfg, game)]
+        return None if any(t is None for t in out) else out
+
+    def seeds_of(game):
+        return len(done[game]) + sum(u["seeds"] for u in units if u["game"] == game)
+
+    def taken(game):
+        return set(done[game]) | {s for u in units if u["game"] == game
+                                  for s in range(u["first"], u["first"] + u["seeds"])}
+
+    def place(game, seeds):
+        first = next(s for s in range(total + 1) if s not in taken(game))
+        room = 0
+        while first + room < total and first + room not in taken(game):
+            room += 1
+        for size in range(min(seeds, room), 0, -1):
+            wanted = times(game, size)
+            slots = None if wanted is None else _fit(free, wanted)
             if slots is not None:
-                chosen = (seeds, times, slots)
+                for t, slot in zip(wanted, slots):
+                    free[slot] -= t
+                units.append({"game": game, "first": first, "seeds": size, "times": wanted,
+                              "slots": slots})
+                return True
+        return False
+
+    notes = []
+    one_seed = {g: times(g, 1) for g in order}
+    for game in sorted((g for g in order if not done[g]),
+                       key=lambda g: (max(one_seed[g]) if one_seed[g] else math.inf,
+                                      order.index(g))):
+        if not place(game, 1):
+            need = ("not measured" if one_seed[game] is None
+                    else f"{max(one_seed[game]) / 60:.1f} min for one seed")
+            notes.append(f"{game}: no block fits ({need}; largest slot left "
+                         f"{max(free) / 60:.1f} min with {parallel} jobs on the GPU)")
+    while True:  # grow the block whose next seed costs least (then: the fewest seeds)
+        options = []
+        for unit in units:
+            end = unit["first"] + unit["seeds"]
+            if end >= total or end in taken(unit["game"]):
+                continue
+            wanted = times(unit["game"], unit["seeds"] + 1)
+            if wanted is None:
+                continue
+            extra = [w - t for w, t in zip(wanted, unit["times"])]
+            room = list(free)
+            for slot, more in zip(unit["slots"], extra):
+                room[slot] -= more
+            if min(room) >= -1e-9:
+                options.append((sum(extra), seeds_of(unit["game"]), order.index(unit["game"]),
+                                id(unit), unit, wanted, room))
+        if not options:
+            break
+        *_, unit, wanted, room = min(options, key=lambda o: o[:4])
+        free[:] = room
+        unit["seeds"], unit["times"] = unit["seeds"] + 1, wanted
+    while True:
+        open_games = [g for g in order if seeds_of(g) < total]
+        placed = False
+        for game in sorted(open_games, key=lambda g: (seeds_of(g), order.index(g))):
+            if place(game, total):
+                placed = True
                 break
-        if chosen is None:
-            one = [throughput.predict(cfg, game, c, 1, parallel) for c in _critics(cfg, game)]
-            need = ("not measured" if any(t is None for t in one)
-                    else f"{max(one) / 60:.1f} min for one seed")
-            out.notes.append(f"{game}: no block fits ({need}; largest slot left "
-                             f"{max(free) / 60:.1f} min with {parallel} jobs on the GPU)")
-            blocked.add(game)
-            continue
-        seeds, times, slots = chosen
-        for critic, t, slot in zip(_critics(cfg, game), times, slots):
-            free[slot] -= t
-            out.blocks.append(Block(game, critic, first, first + seeds - 1, slot, round(t, 1)))
+        if not placed:
+            break
+    out = Plan(parallel=parallel, notes=notes)
+    for unit in units:
+        for critic, t, slot in zip(_critics(cfg, unit["game"]), unit["times"], unit["slots"]):
+            out.blocks.append(Block(unit["game"], critic, unit["first"],
+                                    unit["first"] + unit["seeds"] - 1, slot, round(t, 1)))
     return out
-
-
-def _next_seed(done: list[int], blocks: list[Block], game: str, critic: str) -> int:
-    taken = set(done) | {s for b in blocks if b.game == game and b.critic == critic
-                         for s in range(b.first, b.last + 1)}
-    return next(s for s in range(len(taken) + 1) if s not in taken)
-
-
-def _room(done, blocks, game, critic, first, total) -> int:
-    """How many consecutive seeds from ``first`` are free."""
-    taken = set(done) | {s for b in blocks if b.game == game and b.critic == critic
-                         for s in range(b.first, b.last + 1)}
-    seeds = 0
-    while first + seeds < total and first + seeds not in taken:
-        seeds += 1
-    return seeds
 
 
 def _fit(free: list[float], times: list[float]) -> list[int] | None:

@@ -1,0 +1,223 @@
+"""Short GPU allocations (neurd.allocation, bench/gpu_allocation.py): the plan starts only seed
+blocks predicted to finish, puts the paper's length first and seeds second, and says what the
+rest takes; the allocation command, run on the CPU at the smoke scale, keeps to its budget,
+checks the device first, and packs blocks that `neurd published-add` checks and publishes
+(refusing a pack that does not check)."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from neurd import allocation
+from neurd.allocation import Throughput
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = {"games": ["kuhn", "leduc", "goofspiel"], "algorithms": ["neurd", "spg"],
+         "entropies": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0], "seeds": 40, "phases": 3,
+         "phase_iterations": {"kuhn": 330000, "leduc": 330000, "goofspiel": 330000},
+         "critic_updates_per_policy_update": 4, "checkpoints": {"geometric": 20, "linear": 50},
+         "exact_critic_games": ["kuhn"], "critic": "learned"}
+
+
+def _rows(ms: dict, parallel=(1, 2, 3), slow=1.6) -> list[dict]:
+    """Throughput rows: ``ms[game]`` is (ms at N=12, ms at N=480), linear between; P jobs
+    sharing the GPU each ``slow`` x slower per extra job."""
+    rows = []
+    for game, (small, large) in ms.items():
+        for critic in (("learned", "exact") if game == "kuhn" else ("learned",)):
+            for n in (12, 60, 120, 240, 480):
+                for p in parallel:
+                    value = (small + (large - small) * (n - 12) / 468) * slow ** (p - 1)
+                    rows.append({"game": game, "critic": critic, "configurations": n,
+                                 "parallel": p, "ms_per_cycle": value,
+                                 "checkpoint_seconds": 0.05 * n / 480 if p == 1 else None,
+                                 "startup_seconds": 20.0})
+    return rows
+
+
+# as measured on an H200 at N = 480 (bench/NEURAL.md), with a guess for N = 12
+H200 = _rows({"kuhn": (0.3, 0.46), "leduc": (1.2, 3.5), "goofspiel": (2.5, 8.1)})
+# a card on which a seed of every game fits an allocation (the planning logic, not a card)
+FAST = _rows({"kuhn": (0.15, 0.3), "leduc": (0.4, 1.2), "goofspiel": (0.5, 2.0)})
+
+
+def _seeds(step, game, critic="learned"):
+    return sorted(s for b in step.blocks if b.game == game and b.critic == critic
+                  for s in range(b.first, b.last + 1))
+
+
+def test_no_planned_block_overruns_its_slot():
+    throughput = Throughput(H200)
+    for seconds in (120, 300, 480, 900):
+        step = allocation.plan(PAPER, {}, throughput, seconds)
+        for slot in range(step.parallel):
+            used = sum(b.predicted_seconds for b in step.blocks if b.slot == slot)
+            assert used <= seconds + 1e-6, (seconds, slot, used)
+        for block in step.blocks:
+            assert block.predicted_seconds == pytest.approx(throughput.predict(
+                PAPER, block.game, block.critic, block.seeds, step.parallel), abs=0.1)
+
+
+def test_length_first_then_seeds():
+    """With room for it, every game gets a seed at full length before any gets more than its
+    fair share; Kuhn, the cheapest, gets all 40 seeds and its exact-critic twin."""
+    step = allocation.plan(PAPER, {}, Throughput(FAST), 9 * 60)
+    covered = {b.game for b in step.blocks}
+    assert covered == {"kuhn", "leduc", "goofspiel"}, step.notes
+    assert _seeds(step, "kuhn") == list(range(40)) == _seeds(step, "kuhn", "exact")
+
+
+def test_a_game_that_cannot_fit_is_never_started_and_is_named():
+    """At the H200's measured speed a Goofspiel seed (a quarter of a million sequential
+    cycles) takes longer than an allocation: it is not started, and the plan says how long
+    one seed would take; the plan for the rest never completes it."""
+    step = allocation.plan(PAPER, {}, Throughput(H200), 8 * 60)
+    assert "goofspiel" not in {b.game for b in step.blocks} and "kuhn" in {b.game for b in
+                                                                           step.blocks}
+    note = next(n for n in step.notes if n.startswith("goofspiel: no block fits"))
+    assert "min for one seed" in note
+    words = allocation.describe(PAPER, {}, allocation.schedule(PAPER, {}, Throughput(H200),
+                                                               8 * 60))
+    assert "goofspiel: 0 of 40 seeds now; first seed at full length: never at this speed" in words
+
+
+def test_published_seeds_are_not_planned_again():
+    step = allocation.plan(PAPER, {"kuhn": list(range(40)), "leduc": [0, 1, 2]},
+                           Throughput(H200), 9 * 60)
+    assert not _seeds(step, "kuhn")
+    assert _seeds(step, "leduc")[0] == 3
+
+
+def test_the_plan_for_the_rest_completes_every_game():
+    throughput = Throughput(FAST)
+    plans = allocation.schedule(PAPER, {}, throughput, 8 * 60)
+    total = {g: sum(b.seeds for p in plans for b in p.blocks
+                    if b.game == g and b.critic == "learned") for g in PAPER["games"]}
+    assert total == {"kuhn": 40, "leduc": 40, "goofspiel": 40}
+    words = allocation.describe(PAPER, {}, plans)
+    assert f"all 40: allocation {len(plans)}" in words
+
+
+def test_unmeasured_sizes_are_not_planned():
+    """Above the largest measured N (or with no row of a game) nothing is predicted."""
+    throughput = Throughput([r for r in H200 if r["configurations"] <= 60])
+    assert throughput.predict(PAPER, "kuhn", "learned", 6, 1) is None
+    assert throughput.predict(PAPER, "kuhn", "learned", 5, 1) is not None
+    assert allocation.plan(PAPER, {}, Throughput([]), 600).blocks == []
+
+
+def test_the_slowest_of_jobs_timed_together_is_kept():
+    rows = [dict(H200[0], parallel=2, ms_per_cycle=1.0), dict(H200[0], parallel=2,
+                                                               ms_per_cycle=3.0)]
+    assert Throughput(rows).rows[0]["ms_per_cycle"] == 3.0
+
+
+# --- the command, on the CPU, at the smoke scale ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smoke_inputs(tmp_path_factory):
+    """What `make gpu-allocation-inputs` gives an allocation, for the smoke config: its neural
+    snapshot and compiled game, and an empty publication of it."""
+    from neurd import games, publication
+    from neurd.config import load_snapshot
+
+    root = tmp_path_factory.mktemp("inputs")
+    cfg = load_snapshot(ROOT / "published/smoke/config/neural.json")
+    (root / "results/config").mkdir(parents=True)
+    (root / "results/config/neural.json").write_text(json.dumps(cfg))
+    (root / "results/neural/kuhn").mkdir(parents=True)
+    games.save(games.compile_configured("kuhn", cfg["game_strings"], None, "neural"),
+               root / "results/neural/kuhn/game.npz")
+    publication.init(root / "published/smoke", cfg)
+    return root, cfg
+
+
+def _allocate(root, minutes, out, *extra):
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(ROOT / "bench/gpu_allocation.py"), "--platform",
+                           "cpu", "--results", str(root / "results"), "--publication",
+                           str(root / "published/smoke"), "--minutes", str(minutes), "--out",
+                           str(out), "--no-profile", *extra], capture_output=True, text=True)
+    return done, time.monotonic() - start
+
+
+def _cpu_table(path: Path) -> Path:
+    """A throughput table of this CPU for the smoke config (generous: a CPU is slow)."""
+    from neurd.provenance import source_hash
+
+    code = source_hash(ROOT / "src/neurd/neural", ROOT / "src/neurd/tabular")
+    rows = [dict(r, device="cpu", code="this", revision_code=code, ms_per_cycle=40.0,
+                 startup_seconds=25.0) for r in _rows({"kuhn": (1, 1)}, parallel=(1,))]
+    path.write_text(json.dumps({"throughput": rows}))
+    return path
+
+
+@pytest.mark.workflow
+def test_a_one_minute_allocation_keeps_to_its_budget(smoke_inputs, tmp_path):
+    """Under a one-minute budget the command checks the device, plans, starts no block that
+    its time left cannot finish, and ends within the minute (and a little for Python)."""
+    root, _ = smoke_inputs
+    out = tmp_path / "out"
+    done, seconds = _allocate(root, 1, out, "--check-minutes", "0.75", "--throughput",
+                              str(_cpu_table(tmp_path / "t.json")))
+    report = json.loads((out / "allocation.json").read_text())
+    assert seconds <= 60 + 15, seconds
+    lost = [j for j in report["jobs"] if j["status"].startswith("lost")]
+    assert not lost, lost
+    if done.returncode == 0:  # the check finished within its share
+        assert report["plan"] is not None and all(c["ok"] for c in report["check"])
+    else:
+        assert any(s["step"] == "check" and not s.get("ok") for s in report["steps"])
+        assert report["jobs"] == []
+
+
+@pytest.mark.workflow
+def test_an_allocation_packs_blocks_that_publish(smoke_inputs, tmp_path):
+    """A longer allocation runs the planned blocks, packs them (the report inside the index),
+    and `neurd published-add` checks and publishes them; the same pack again adds nothing; a
+    pack with a part altered is refused and the publication is unchanged."""
+    root, cfg = smoke_inputs
+    out = tmp_path / "out"
+    done, seconds = _allocate(root, 6, out, "--check-minutes", "3", "--throughput",
+                              str(_cpu_table(tmp_path / "t.json")))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert seconds <= 6 * 60 + 15
+    report = json.loads((out / "allocation.json").read_text())
+    assert all(c["ok"] for c in report["check"]) and report["plan"]["blocks"]
+    finished = [j for j in report["jobs"] if j["status"] == "finished"]
+    assert finished and not [j for j in report["jobs"] if j["status"].startswith("lost")]
+    index = json.loads((out / "blocks.json").read_text())
+    assert index["allocation"]["plan"] == report["plan"]
+    workflow = tmp_path / "workflow"
+    for name in ("Snakefile", "workflow", "profiles"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, workflow / name)
+    shutil.copytree(root / "published", workflow / "published")
+    neurd = str(Path(sys.executable).parent / "neurd")
+
+    def add(pack):
+        return subprocess.run([neurd, "published-add", "workflow/config/smoke.yaml", str(pack),
+                               "--keep-reports", "reports"], cwd=workflow, capture_output=True,
+                              text=True)
+
+    added = add(out)
+    assert added.returncode == 0, added.stderr[-3000:]
+    manifest = json.loads((workflow / "published/smoke/manifest.json").read_text())
+    assert manifest["games"]["kuhn"]["blocks"] and list((workflow / "reports").glob("*.json"))
+    before = {p: p.read_bytes() for p in (workflow / "published").rglob("*") if p.is_file()}
+    again = add(out)
+    assert again.returncode == 0 and "nothing new" in again.stderr
+    part = out / "blocks.tar.000"
+    data = bytearray(part.read_bytes())
+    data[100] ^= 1
+    part.write_bytes(bytes(data))
+    refused = add(out)
+    assert refused.returncode == 2 and "blocks.tar.000 is not part 1" in refused.stderr
+    after = {p: p.read_bytes() for p in (workflow / "published").rglob("*") if p.is_file()}
+    assert after == before
