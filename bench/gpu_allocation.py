@@ -238,7 +238,8 @@ def worker(args) -> int:
                     compiled, spec, game, states, etas, train), 4)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        if args.profile and name in ("leduc", "goofspiel") and critic == "learned":
+        if (args.profile and name in ("leduc", "goofspiel") and critic == "learned"
+                and int(n) == max(SIZES)):
             with jax.profiler.trace(str(Path(args.profile) / f"{name}-{n}")):
                 jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 500,
                                                         20, np.float32(1.0)))
@@ -412,9 +413,37 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
     return finished
 
 
+def table(report: dict) -> str:
+    """The throughput of an allocation's report as the Markdown table of bench/NEURAL.md."""
+    rows = report.get("throughput", [])
+    lines = [f"{report.get('device', '?')} ({report.get('nvidia_smi', '')}), "
+             f"{report.get('date', '')}, code {report.get('code_revision', '?')}, revision "
+             f"{(report.get('revision') or {}).get('commit')}", "",
+             "| code | game | critic | N | jobs on the GPU | ms/cycle | checkpoint s | "
+             "start-up s | one run of every phase, min |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    cycles = {g: 3 * 330_000 // 4 for g in GAMES}
+    keyed = {}
+    for row in rows:  # the slowest of the jobs timed together
+        key = (row.get("code"), row["game"], row.get("critic"), row["configurations"],
+               row["parallel"])
+        if key not in keyed or row["ms_per_cycle"] > keyed[key]["ms_per_cycle"]:
+            keyed[key] = row
+    for key in sorted(keyed, key=lambda k: (k[0] != "this", GAMES.index(k[1]), k[2], k[4],
+                                            k[3])):
+        row = keyed[key]
+        minutes = cycles[row["game"]] * row["ms_per_cycle"] / 6e4
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | "
+                     f"{row['ms_per_cycle']:.3f} | {row.get('checkpoint_seconds') or '-'} | "
+                     f"{row.get('startup_seconds') or '-'} | {minutes:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode")
+    t = sub.add_parser("table", help="an allocation report's throughput as Markdown")
+    t.add_argument("report", help="allocation.json, or a report kept in bench/gpu/allocations")
     w = sub.add_parser("worker")
     w.add_argument("--games", required=True)
     w.add_argument("--cells", nargs="+", required=True)
@@ -449,6 +478,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.mode == "worker":
         return worker(args)
+    if args.mode == "table":
+        print(table(json.loads(Path(args.report).read_text())), end="")
+        return 0
     for key in ("minutes", "check_minutes", "measure_minutes", "reserve_minutes"):
         value = getattr(args, key)
         if not (value == value and 0 <= value < 1e4):
