@@ -79,9 +79,8 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
     ``neurd.config_hash`` metadata records (a table is made from one section
     plus the seed, less the settings that change no number: :func:`neurd.stages.snapshot`).
     """
-    from neurd.stages import SECTIONS, snapshot
-
     from neurd import __version__
+    from neurd.stages import SECTIONS, snapshot
 
     return {
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
