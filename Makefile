@@ -106,17 +106,17 @@ report: $(STAMP)
 	root=$(RESULTS); targets=$$(test -f $$root/readings/grid.png && echo "all readings"); \
 	$(BIN)/snakemake $$targets --cores $(CORES) --configfile $(CONFIG) --report $$root/report.html
 
-# Re-pin requirements.lock: the direct dependencies at pyproject.toml's lower
-# bounds (the floor CI tests), the rest resolved by pip, in a scratch venv.
+# Re-pin requirements.lock, in a scratch venv: the newest versions within pyproject.toml's
+# bounds (runtime, test and SLURM dependencies), resolved by pip; then write the conda
+# environments from it. pyproject's lower bounds are the oldest versions tested
+# (tests/test_oldest_versions.py); the extras' bounds follow the lock (tests/test_packaging.py).
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/python -m pip install --quiet --upgrade pip
-	.lock-venv/bin/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	  print("\n".join(d.replace(">=", "==") for d in p["dependencies"] + p["optional-dependencies"]["test"] + p["optional-dependencies"]["slurm"]))' \
-	  > .lock-venv/floors.txt
-	.lock-venv/bin/python -m pip install --quiet -r .lock-venv/floors.txt
+	.lock-venv/bin/python -m pip install --quiet ".[test,slurm]"
 	.lock-venv/bin/python -m pip freeze --exclude neurd > requirements.lock
-	rm -rf .lock-venv
+	.lock-venv/bin/python workflow/envs/from_lock.py
+	rm -rf .lock-venv build
 
 # Remove one scale's results (CONFIG's): the default's leave the other scales' alone.
 clean-results: $(STAMP)

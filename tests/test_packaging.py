@@ -1,6 +1,10 @@
-"""The dependency lists stay in step: pyproject.toml, environment.yml, requirements.lock."""
+"""The dependency lists stay in step: pyproject.toml's bounds, requirements.lock's pins and
+the conda environments written from the lock (workflow/envs/from_lock.py).  That the lower
+bounds work is tests/test_oldest_versions.py's part."""
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -22,13 +26,6 @@ def _pyproject_requirements() -> dict[str, str]:
     return {_canonical(Requirement(s).name): str(Requirement(s).specifier) for s in specs}
 
 
-def _environment_requirements(path: str = "environment.yml") -> dict[str, str]:
-    env = yaml.safe_load((ROOT / path).read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    reqs = [Requirement(s) for s in pip if not s.startswith("-e")]
-    return {_canonical(r.name): str(r.specifier) for r in reqs}
-
-
 def _locked() -> dict[str, str]:
     pins = {}
     for line in (ROOT / "requirements.lock").read_text().splitlines():
@@ -40,11 +37,25 @@ def _locked() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", ["environment.yml", "workflow/envs/neurd.yaml"])
-def test_conda_environments_pin_the_locked_versions(path):
-    """The conda files list pyproject's packages at exactly the versions the lock pins."""
-    pins = _locked()
-    assert _environment_requirements(path) == {
-        name: f"=={pins[name]}" for name in _pyproject_requirements()}
+def test_conda_environments_pin_every_locked_version(path):
+    """The conda files are written from the lock: every locked package at its version, no
+    other (environment.yml adds the package itself)."""
+    env = yaml.safe_load((ROOT / path).read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    pinned = {}
+    for line in pip:
+        if line.startswith("-e"):
+            continue
+        requirement = Requirement(line)
+        (spec,) = requirement.specifier
+        assert spec.operator == "==", line
+        pinned[_canonical(requirement.name)] = spec.version
+    assert pinned == _locked()
+    assert ("-e ." in pip) == (path == "environment.yml")
+    generator = ROOT / "workflow/envs/from_lock.py"
+    check = subprocess.run([sys.executable, str(generator), "--check"], capture_output=True,
+                           text=True)
+    assert check.returncode == 0, check.stderr
 
 
 def test_lock_pins_every_dependency_within_its_bounds():
@@ -62,12 +73,19 @@ def test_lock_pins_exact_versions():
             assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", line.strip()), line
 
 
-def test_lower_bounds_are_the_tested_floor():
-    """Each direct dependency's lower bound is the version the lock pins (and CI installs)."""
+def test_every_dependency_has_a_lower_bound_and_the_extras_are_the_locked_versions():
+    """Runtime dependencies: one lower bound each, the oldest tested version
+    (tests/test_oldest_versions.py installs exactly those); the test and SLURM extras: the
+    versions the lock pins, which the whole suite runs on."""
     pins = _locked()
-    for name, specifier in _pyproject_requirements().items():
-        floors = [s.version for s in Requirement(f"{name}{specifier}").specifier
-                  if s.operator == ">="]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for spec in project["dependencies"]:
+        requirement = Requirement(spec)
+        assert [s.operator for s in requirement.specifier] == [">="], spec
+    extras = project["optional-dependencies"]
+    for spec in extras["test"] + extras["slurm"]:
+        requirement = Requirement(spec)
+        floors = [s.version for s in requirement.specifier if s.operator == ">="]
+        name = _canonical(requirement.name)
         assert floors == [pins[name]], (
-            f"{name}: pyproject's lower bound {floors} is not the locked {pins[name]}; "
-            "raise the bound and run `make lock`")
+            f"{name}: pyproject's lower bound {floors} is not the locked {pins[name]}")

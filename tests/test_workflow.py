@@ -209,11 +209,12 @@ def test_a_missing_documented_file_is_made_again(smoke_run, tmp_path):
 
 
 def test_settings_that_change_no_number_rerun_no_job(smoke_run, tmp_path):
-    """neural.checkpoint_minutes, throughput and gpus_per_job are out of the snapshot: a
-    finished run with them changed has nothing to recompute (only the whole-config
-    snapshot and the provenance, which record the config, are rewritten)."""
+    """neural.checkpoint_minutes, throughput, gpus_per_job and allow_cpu are out of the
+    snapshot: a finished run with them changed has nothing to recompute (only the
+    whole-config snapshot and the provenance, which record the config, are rewritten)."""
     (tmp_path / "settings.yaml").write_text(
-        "neural:\n  checkpoint_minutes: 0.5\n  throughput: {kuhn: 7}\n  gpus_per_job: 1\n")
+        "neural:\n  checkpoint_minutes: 0.5\n  throughput: {kuhn: 7}\n  gpus_per_job: 1\n"
+        "  allow_cpu: true\n")
     dry = _snakemake(smoke_run, "-n", "--cores", "2", "--configfile", "workflow/config/smoke.yaml",
                      str(tmp_path / "settings.yaml"))
     assert dry.returncode == 0, dry.stderr[-3000:]

@@ -5,4 +5,9 @@ work runs in float64 inside its own entry points (:mod:`neurd.precision`);
 neural code runs in JAX's default float32.
 """
 
-__version__ = "0.1.0"
+import importlib.metadata as _metadata
+
+try:  # the installed distribution's version (pyproject.toml): what provenance records
+    __version__ = _metadata.version(__name__)
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"

@@ -7,13 +7,23 @@ calls one jitted program per chunk of steps, which returns its metrics
 stacked, and logs progress -- work done of the total, rate and time left --
 on the host between chunks.  The chunks are padded to one length, so the
 program is compiled once.
+
+Each step's log (``results/logs/<step>.log``) keeps every progress line; during a
+Snakemake run :func:`watch_logs` (started by the workflow) also shows on the
+console, every ``$NEURD_PROGRESS_SECONDS`` seconds (default 30; 0: never), the
+latest progress line of each job that has been running that long.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
+import sys
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -33,9 +43,145 @@ class Progress:
         rate = done / elapsed if elapsed > 0 else float("nan")
         left = (self.total - done) / rate if done > 0 else float("nan")
         share = 100.0 * done / self.total if self.total else 100.0
-        self.log.info("%s: %d/%d %s (%.0f%%), %.3g %s/s, %.1fs elapsed, ETA %.1fs%s",
+        self.log.info("%s: %d/%d %s (%.0f%%), %.3g %s/s, %s elapsed, ETA %s%s",
                       self.label, done, self.total, self.unit, share, rate, self.unit,
-                      elapsed, left, f"; {detail}" if detail else "")
+                      duration(elapsed), duration(left), f"; {detail}" if detail else "")
+
+
+def duration(seconds: float) -> str:
+    """``12.3s``, ``4m05s``, ``2h03m``: a wall time as a person reads it (``?`` if unknown)."""
+    if not seconds == seconds or seconds in (float("inf"), float("-inf")):
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+# --- console progress of a Snakemake run --------------------------------------------------
+
+PROGRESS_SECONDS_VARIABLE = "NEURD_PROGRESS_SECONDS"
+DEFAULT_PROGRESS_SECONDS = 30.0
+CONSOLE_WIDTH = 200  # a console line is cut here; the log keeps the whole line
+# What Progress.update logs: "<label>: done/total unit (x%), rate unit/s, <t> elapsed, ETA <t>"
+_PROGRESS = re.compile(r"(?P<message>\S.*?: \d+/\d+ \S+ \(\d+%\), \S+ \S+/s, \S+ elapsed, "
+                       r"ETA \S+.*)$")
+
+
+def progress_message(line: str) -> str | None:
+    """The progress message of a log line written by :class:`Progress` (``None`` if it is not
+    one): the text after the logging prefix (time, logger, level)."""
+    match = _PROGRESS.search(line.rstrip("\n"))
+    if match is None:
+        return None
+    message = match.group("message")
+    prefix = re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ \S+ INFO ", message)
+    return message[prefix.end():] if prefix else message
+
+
+def progress_seconds(environ=os.environ) -> float:
+    """Seconds between a job's progress lines on the console: ``$NEURD_PROGRESS_SECONDS``
+    (default 30); 0 (or a value that is not a number >= 0) turns them off."""
+    text = environ.get(PROGRESS_SECONDS_VARIABLE)
+    if text is None:
+        return DEFAULT_PROGRESS_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.0
+    return value if value >= 0 and value == value and value != float("inf") else 0.0
+
+
+class LogWatcher:
+    """Shows, on ``stream``, the latest progress line of each job log in ``folder``.
+
+    A log is a job's once it is written to after the watcher started (earlier runs'
+    logs are left alone; a log truncated by a rerun is read from its start again).
+    A job's line is shown once it has run ``interval`` seconds and then at most every
+    ``interval`` seconds, whenever its log has a new progress line: a job shorter than
+    ``interval`` shows nothing.  Lines read ``[<log name>] <progress message>``.
+    """
+
+    def __init__(self, folder, interval: float, stream=None, clock=time.monotonic):
+        self.folder, self.interval = Path(folder), float(interval)
+        self.stream, self.clock = stream, clock
+        self.offsets: dict[Path, int] = {}
+        self.started: dict[Path, float] = {}  # when the watcher saw the job's log grow
+        self.shown: dict[Path, float] = {}
+        self.latest: dict[Path, str] = {}
+        self.partial: dict[Path, str] = {}
+        for path in self._logs():
+            self.offsets[path] = path.stat().st_size
+
+    def _logs(self) -> list[Path]:
+        return sorted(self.folder.rglob("*.log")) if self.folder.is_dir() else []
+
+    def poll(self) -> list[str]:
+        """Read what the logs gained since the last poll; return (and write) the lines due."""
+        now, due = self.clock(), []
+        for path in self._logs():
+            try:
+                size = path.stat().st_size
+                offset = self.offsets.get(path, 0)
+                if size < offset:  # truncated: the job was started again
+                    offset, self.partial[path] = 0, ""
+                    self.started.pop(path, None)
+                    self.shown.pop(path, None)
+                if size == offset:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    handle.seek(offset)
+                    text = self.partial.get(path, "") + handle.read(size - offset)
+            except OSError:
+                continue
+            self.offsets[path] = size
+            self.started.setdefault(path, now)
+            *lines, self.partial[path] = text.split("\n")
+            for line in lines:
+                message = progress_message(line)
+                if message is not None:
+                    self.latest[path] = message
+        for path, message in self.latest.items():
+            if (now - self.started.get(path, now) >= self.interval
+                    and now - self.shown.get(path, -float("inf")) >= self.interval):
+                name = path.relative_to(self.folder).with_suffix("").as_posix()
+                line = f"[{name}] {message}"
+                due.append(line[:CONSOLE_WIDTH - 3] + "..." if len(line) > CONSOLE_WIDTH
+                           else line)
+                self.shown[path] = now
+        for path in [p for p in self.latest if p in self.shown and self.shown[p] == now]:
+            del self.latest[path]  # shown: wait for the job's next line
+        if due:
+            stream = self.stream or sys.stderr
+            stream.write("".join(f"{line}\n" for line in due))
+            stream.flush()
+        return due
+
+
+def watch_logs(folder, interval: float | None = None, stream=None) -> threading.Thread | None:
+    """Start a daemon thread that polls :class:`LogWatcher` on ``folder`` (the run's
+    ``logs`` folder) until the process ends; ``interval``: ``$NEURD_PROGRESS_SECONDS`` by
+    default.  Returns the thread, or ``None`` when progress is turned off.  A failure to
+    read never stops the run: the thread only reads logs and writes to the console."""
+    interval = progress_seconds() if interval is None else float(interval)
+    if interval <= 0:
+        return None
+    watcher = LogWatcher(folder, interval, stream)
+
+    def loop():
+        while True:
+            time.sleep(min(interval, 2.0))
+            try:
+                watcher.poll()
+            except Exception:  # noqa: BLE001 (the console's progress must never stop a run)
+                pass
+
+    thread = threading.Thread(target=loop, name="neurd-progress", daemon=True)
+    thread.start()
+    return thread
 
 
 def scan_in_chunks(

@@ -117,15 +117,18 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
             benchmarks: str | os.PathLike | None = None) -> dict[str, object]:
     """Everything needed to say how a set of results was made.
 
+    ``version`` is the release of :mod:`neurd` (``neurd.__version__``, CITATION.cff's);
     ``config_hash`` is the hash of the whole validated config; ``section_hashes``
     those of its top-level sections, which is what each table's
     ``neurd.config_hash`` metadata records (a table is made from one section
     plus the seed, less the settings that change no number: :func:`neurd.stages.snapshot`).
     """
+    from neurd import __version__
     from neurd.stages import SECTIONS, snapshot
 
     return {
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "version": __version__,
         "git": git_revision(cwd),
         "packages": package_versions(),
         "config": config,
@@ -161,7 +164,8 @@ def write_html(record: Mapping, path: str | os.PathLike) -> None:
         "margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}"
         "th{background:#f0f0f0}pre{background:#f7f7f7;padding:1em}</style></head><body>",
         "<h1>Provenance</h1>",
-        f"<p>Made {escape(str(record['created_utc']))} at git revision "
+        f"<p>Made {escape(str(record['created_utc']))} by neurd "
+        f"{escape(str(record.get('version')))} at git revision "
         f"<code>{escape(str(git['commit']))}</code>"
         + (" (with uncommitted changes)" if git.get("dirty") else "") + ", scale "
         f"<b>{escape(str(record['config'].get('scale')))}</b>, seed {record['seed']}.</p>",

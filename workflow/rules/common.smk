@@ -42,3 +42,11 @@ FIGURE_FILES = expand(res("figures/{figure}.{ext}"), figure=FIGURES, ext=["png",
 # `rule all`, so a documented file that is missing is made again (Snakemake does not
 # remake a missing intermediate file whose consumers are up to date).
 DOCUMENTED = []
+
+
+# The console shows each long job's progress (rate, ETA) from its log, every
+# $NEURD_PROGRESS_SECONDS seconds (default 30; 0: never); the logs keep every line.
+onstart:
+    from neurd.progress import watch_logs
+
+    watch_logs(res("logs"))

@@ -10,11 +10,12 @@ from neurd.pipeline.neural import (
 )
 
 NEURAL = config["neural"]
-# How often a job saves its state changes no number, so it is not a parameter (a change
-# would rerun every job): jobs read it from the environment (neurd neural-run
-# --checkpoint-minutes defaults to $NEURD_CHECKPOINT_MINUTES); every Snakemake process,
-# a cluster job's included, sets it here when it reads the Snakefile.
-export_settings(NEURAL)
+# How often a job saves its state, and how much GPU memory it takes, change no number, so
+# they are not parameters (a change would rerun every job): jobs read them from the
+# environment (neurd neural-run --checkpoint-minutes defaults to $NEURD_CHECKPOINT_MINUTES;
+# XLA's memory variables, sized to the jobs sharing a GPU: --resources gpu=N); every
+# Snakemake process, a cluster job's included, sets them here when it reads the Snakefile.
+export_settings(NEURAL, workflow.resource_settings.resources.get("gpu"))
 NEURAL_JOBS = jobs(NEURAL)
 NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
 # neural.logits_log (off by default) adds the jobs' logits files; off, the rule is as it was

@@ -19,6 +19,7 @@ Per game of the config section ``neural``:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -199,6 +200,91 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
                f"neural.throughput.{game}",
                f"{game}: a job's requested runtime (its configuration-iterations over the "
                "assumed throughput, doubled, plus 10)", " minutes")
+    check_device(cfg, sizes)
+
+
+# --- where the jobs compute ---------------------------------------------------------------
+
+# Configuration-iterations per second of the neural stage on two CPU cores (24 configurations,
+# bench/NEURAL.md), per game string; another game is estimated from its information states at
+# Goofspiel's cost per state, and at most Kuhn's rate.
+CPU_RATES = {"kuhn_poker": 5.7e4, "leduc_poker": 6.0e3,
+             "goofspiel(num_cards=5,imp_info=True,points_order=descending)": 1.7e3}
+CPU_SECONDS_PER_INFOSTATE = 1 / (1.7e3 * 2124)
+CPU_HOURS_WITHOUT_GPU = 24.0  # more than this on the CPU is refused unless neural.allow_cpu
+
+
+def cpu_hours(cfg: Mapping, sizes: Mapping) -> dict[str, float]:
+    """Estimated hours of each game's neural jobs, one after another on two CPU cores
+    (``sizes``: game -> :class:`neurd.limits.GameSize`)."""
+    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds"])
+    hours = {}
+    for game, size in sizes.items():
+        rate = CPU_RATES.get(cfg["game_strings"][game], min(
+            CPU_RATES["kuhn_poker"], 1 / (CPU_SECONDS_PER_INFOSTATE * size.infostates)))
+        runs = 2 if game in cfg["exact_critic_games"] and main_critic(cfg) != EXACT else 1
+        work = runs * configs * int(cfg["phase_iterations"][game]) * int(cfg["phases"])
+        hours[game] = work / rate / 3600
+    return hours
+
+
+@functools.cache
+def gpu_visible() -> bool:
+    """Whether JAX sees a GPU on this machine, as a job started here would (asked in a child
+    process, which allocates no GPU memory, so that this one never starts a JAX backend)."""
+    import subprocess
+    import sys
+
+    probe = "import jax; print(jax.default_backend())"
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              env=env, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and done.stdout.strip() in ("gpu", "cuda", "rocm")
+
+
+def check_device(cfg: Mapping, sizes: Mapping, gpu=gpu_visible) -> None:
+    """Refuse, naming ``neural.allow_cpu`` and the estimated CPU hours, neural jobs that would
+    take more than :data:`CPU_HOURS_WITHOUT_GPU` hours on this machine's CPU: no GPU is
+    visible to JAX here (``gpu()``) and ``allow_cpu`` is false.  The paper's sizes need a
+    GPU (about 100 CPU hours); the default scale's take minutes and are never refused."""
+    hours = cpu_hours(cfg, sizes)
+    total = sum(hours.values())
+    if cfg.get("allow_cpu", False) or total <= CPU_HOURS_WITHOUT_GPU or gpu():
+        return
+    each = ", ".join(f"{game} {h:.0f}" for game, h in hours.items())
+    require(False, "neural.allow_cpu",
+            f"is false and no GPU is visible to JAX on this machine, where the neural jobs "
+            f"would take about {total:.0f} CPU hours ({each}; estimated for two cores from "
+            f"measured rates), more than the {CPU_HOURS_WITHOUT_GPU:.0f} allowed without a "
+            "GPU. Run them on a GPU machine (JAX for CUDA: pip install -e '.[cuda]'; docs/gpu.md), "
+            "or set neural.allow_cpu: true to run them on this CPU on purpose, or to submit "
+            "them from here to a cluster's GPU nodes (neural.gpus_per_job >= 1)")
+
+
+# JAX preallocates 75% of a GPU's memory per process: right for a job that has the GPU to
+# itself, fatal for the second of two jobs that share one.
+GPU_MEMORY_FRACTION = 0.75
+
+
+def gpu_memory_environment(cfg: Mapping, gpus: int | None = None) -> dict[str, str]:
+    """XLA's GPU memory settings for the neural jobs, sized to how many share a GPU.
+
+    ``gpus``: the GPUs Snakemake may hand out on this machine (``--resources gpu=N``;
+    ``None`` where not given, as on a cluster, whose jobs get their own).  Snakemake does
+    not give a local job a GPU of its own: every job computes on the first GPU JAX sees.
+    Jobs asking for no GPU (``gpus_per_job: 0``) may all land on one: they allocate what
+    they need (preallocation off).  With ``N`` GPUs for jobs of ``g`` each, ``N // g`` jobs
+    run at once on the first GPU: each takes that share of the 75% JAX preallocates."""
+    per_job = int(cfg["gpus_per_job"])
+    if per_job == 0:
+        return {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    sharing = int(gpus) // per_job if gpus is not None else 1
+    if sharing <= 1:
+        return {}
+    return {"XLA_PYTHON_CLIENT_MEM_FRACTION": f"{GPU_MEMORY_FRACTION / sharing:.3f}"}
 
 
 def job_memory_bytes(cfg: Mapping, size) -> int:
@@ -330,11 +416,14 @@ def checkpoint_minutes_default() -> float:
     return value
 
 
-def export_settings(cfg: Mapping) -> None:
-    """Put ``checkpoint_minutes`` where ``neurd neural-run`` reads its default: the
-    environment of the Snakemake process (and so of its jobs).  It changes no number, so it
-    is not a rule parameter, whose change would rerun every job."""
+def export_settings(cfg: Mapping, gpus: int | None = None) -> None:
+    """Put ``checkpoint_minutes`` where ``neurd neural-run`` reads its default, and the GPU
+    memory settings (:func:`gpu_memory_environment`; those set by the user are kept), in the
+    environment of the Snakemake process (and so of its jobs).  They change no number, so
+    they are not rule parameters, whose change would rerun every job."""
     os.environ[CHECKPOINT_MINUTES_VARIABLE] = repr(float(cfg["checkpoint_minutes"]))
+    for name, value in gpu_memory_environment(cfg, gpus).items():
+        os.environ.setdefault(name, value)
 
 
 def main_critic(cfg: Mapping) -> str:
@@ -727,6 +816,6 @@ def register(stage: Stage, sub) -> None:
 
 # Settings that change no number (how jobs are scheduled, how often they save): out of the
 # config snapshot, so out of what the tables and checkpoints are keyed on.
-SETTINGS = ("checkpoint_minutes", "throughput", "gpus_per_job")
+SETTINGS = ("checkpoint_minutes", "throughput", "gpus_per_job", "allow_cpu")
 STAGE = Stage(section="neural", check=check, figures=lambda cfg: [Figure("fig6", "fig6")],
               register=register, float64=False, settings=SETTINGS, inspect=inspect)

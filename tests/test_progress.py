@@ -1,0 +1,142 @@
+"""Progress a person sees: every long step logs its rate and time left, and a Snakemake run
+shows each long job's latest progress line on the console, from its log, without opening it."""
+
+import io
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neurd import progress
+from neurd.progress import LogWatcher, Progress, duration, progress_message, progress_seconds
+
+ROOT = Path(__file__).resolve().parents[1]
+FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"  # neurd.cli's log format
+
+
+def _logged(update) -> str:
+    """What a step's log holds after ``update(Progress)``, in the command line's format."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    log = logging.getLogger("neurd.test_progress")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        update(Progress("CFR sweep", 200, log=log))
+    finally:
+        log.removeHandler(handler)
+    return stream.getvalue()
+
+
+def test_a_progress_line_is_recognised_in_a_log_and_nothing_else_is():
+    text = _logged(lambda p: p.update(50, "neurd NashConv 0.3..1.7"))
+    message = progress_message(text.splitlines()[0])
+    assert message.startswith("CFR sweep: 50/200 iterations (25%), ")
+    assert " elapsed, ETA " in message and message.endswith("; neurd NashConv 0.3..1.7")
+    assert progress_message(_logged(lambda p: p.update(0)).splitlines()[0]).endswith("ETA ?")
+    for other in ("2026-01-01 10:00:00,000 neurd INFO command: neurd tabular-sweep --game kuhn",
+                  "2026-01-01 10:00:00,000 neurd INFO neurd tabular-sweep done in 3.2s", ""):
+        assert progress_message(other) is None
+
+
+@pytest.mark.parametrize("seconds, text", [(4.25, "4.2s"), (59.9, "59.9s"), (245, "4m05s"),
+                                           (7380, "2h03m"), (float("nan"), "?"),
+                                           (float("inf"), "?")])
+def test_durations_read_as_a_person_reads_them(seconds, text):
+    assert duration(seconds) == text
+
+
+def test_the_interval_comes_from_the_environment_and_zero_turns_it_off(tmp_path):
+    assert progress_seconds({}) == 30.0
+    assert progress_seconds({"NEURD_PROGRESS_SECONDS": "5"}) == 5.0
+    for off in ("0", "-1", "nan", "inf", "soon"):
+        assert progress_seconds({"NEURD_PROGRESS_SECONDS": off}) == 0.0
+    assert progress.watch_logs(tmp_path, interval=0) is None
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _line(done, total=100):
+    return (f"2026-01-01 10:00:00,000 neurd INFO neural kuhn: {done}/{total} iterations "
+            f"({done}%), 3.1 iterations/s, 1.0s elapsed, ETA 2.0s; phase 1\n")
+
+
+def test_the_watcher_shows_each_long_jobs_latest_line_at_most_every_interval(tmp_path):
+    old = tmp_path / "old_run.log"
+    old.write_text(_line(10))  # a log of an earlier run: never shown
+    clock, console = Clock(), io.StringIO()
+    watcher = LogWatcher(tmp_path, interval=10, stream=console, clock=clock)
+    job = tmp_path / "neural_run_kuhn_learned_0.log"
+    job.write_text("2026-01-01 10:00:00,000 neurd INFO command: neurd neural-run\n" + _line(1))
+    assert watcher.poll() == []  # the job has not run 10 s yet
+    clock.now += 5
+    with open(job, "a") as handle:
+        handle.write(_line(2) + _line(3)[:30])  # a line half written
+    assert watcher.poll() == []
+    clock.now += 5
+    assert watcher.poll() == ["[neural_run_kuhn_learned_0] neural kuhn: 2/100 iterations (2%), "
+                              "3.1 iterations/s, 1.0s elapsed, ETA 2.0s; phase 1"]
+    with open(job, "a") as handle:
+        handle.write(_line(3)[30:] + _line(4))
+    clock.now += 9
+    assert watcher.poll() == []  # shown 9 s ago
+    clock.now += 1
+    assert [line.split(": ")[1][:5] for line in watcher.poll()] == ["4/100"]
+    clock.now += 20
+    assert watcher.poll() == []  # nothing new in the log
+    short = tmp_path / "readings" / "short.log"  # a job that ends within the interval
+    short.parent.mkdir()
+    short.write_text(_line(100))
+    assert watcher.poll() == []
+    job.write_text(_line(5))  # the job run again: its log starts afresh
+    assert watcher.poll() == []
+    clock.now += 10
+    assert [line.split("] ")[0] for line in watcher.poll()] == ["[readings/short",
+                                                                 "[neural_run_kuhn_learned_0"]
+    assert "old_run" not in console.getvalue()
+    assert console.getvalue().count("\n") == 4
+
+
+def test_a_long_line_is_cut_on_the_console(tmp_path):
+    clock, console = Clock(), io.StringIO()
+    watcher = LogWatcher(tmp_path, interval=1, stream=console, clock=clock)
+    (tmp_path / "job.log").write_text(_line(7).rstrip("\n") + "; " + "x" * 500 + "\n")
+    watcher.poll()
+    clock.now += 1
+    (line,) = watcher.poll()
+    assert len(line) == progress.CONSOLE_WIDTH and line.endswith("...")
+
+
+@pytest.mark.workflow
+def test_a_snakemake_run_shows_each_long_jobs_progress_and_keeps_the_log(tmp_path):
+    """The smoke scale's neural job, with a progress line every half second: the console
+    shows its progress (rate, ETA) under the job's name, and its log keeps every line."""
+    for name in ("Snakefile", "workflow", "profiles", "published"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    target = "results/smoke/neural/kuhn/jobs/learned_0_curves.parquet"
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", target, "--cores", "2", "--configfile",
+         "workflow/config/smoke.yaml"], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "NEURD_PROGRESS_SECONDS": "0.5"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = [line for line in (done.stdout + done.stderr).splitlines()
+             if line.startswith("[neural_run_kuhn_learned_0] neural kuhn: ")]
+    assert shown, (done.stdout + done.stderr)[-3000:]
+    assert all(" iterations/s, " in line and " ETA " in line for line in shown)
+    log = (tmp_path / "results/smoke/logs/neural_run_kuhn_learned_0.log").read_text()
+    logged = [progress_message(line) for line in log.splitlines()]
+    assert all(line.split("] ", 1)[1].rstrip(".") in "\n".join(filter(None, logged))
+               for line in shown)
+    assert logged[-1] is None and "600/600 iterations (100%)" in log
