@@ -547,3 +547,40 @@ def test_the_workflow_refuses_a_stale_missing_or_emptied_publication(tmp_path):
         assert "Traceback" not in run.stderr, damage
         if damage == "file":
             (tmp_path / "published/smoke").unlink()
+
+
+def test_a_block_folder_holding_another_blocks_tables_is_refused(tiny, grown):
+    """The block named s0-0 holding seed 1's tables (a job folder of another seed block)."""
+    for name in publication.BLOCK_FILES:
+        shutil.copy(grown / "neural/kuhn/blocks/learned_s1-1" / name, grown / BLOCK / name)
+    _refused(tiny, grown, r"holds run seeds \[1\], the block learned_s0-0 is \[0\]")
+
+
+def test_a_pack_may_hold_only_block_files_of_configured_games():
+    from neurd.pipeline.published import pack_member_allowed
+
+    allowed = pack_member_allowed({"games": ["kuhn", "leduc"]})
+    assert allowed("neural/kuhn/blocks/learned_s0-39/curves.parquet")
+    assert allowed("neural/leduc/blocks/exact_s3-4/run.log")
+    for member in ("neural/goofspiel/blocks/learned_s0-0/curves.parquet",  # not configured
+                   "neural/kuhn/game.npz", "neural/kuhn/summary.parquet",
+                   "neural/kuhn/blocks/learned_s0-0/meta.json",
+                   "neural/kuhn/blocks/learned_0/curves.parquet", "README.md",
+                   "published/paper/manifest.json"):
+        assert not allowed(member), member
+
+
+def test_the_docs_state_what_the_paper_publication_holds():
+    """docs/paper-scale.md's table of the published paper-scale run is its manifest's."""
+    import re
+
+    manifest, cfg = publication.check(ROOT / "published/paper")
+    text = (ROOT / "docs/paper-scale.md").read_text()
+    rows = dict(re.findall(r"^\| (Kuhn|Leduc|Goofspiel) \| (.+) \|$", text, flags=re.M))
+    assert set(rows) == {"Kuhn", "Leduc", "Goofspiel"}
+    for game in cfg["games"]:
+        entry = manifest["games"].get(game, {"seeds": [], "blocks": []})
+        seeds, blocks, minutes = (c.strip() for c in rows[game.capitalize()].split("|"))
+        assert seeds == f"{len(entry['seeds'])} of {cfg['seeds']}", game
+        assert int(blocks) == len(entry["blocks"]), game
+        assert float(minutes) == pytest.approx(entry.get("compute_minutes", 0), abs=0.05), game

@@ -204,10 +204,16 @@ def _add(args) -> None:
                     f"{index_path} holds blocks of another config (hash "
                     f"{index.get('config_hash')}, {args.configfile}'s neural section is "
                     f"{config_hash(cfg)})")
-            for curves in sorted(unpacked.glob("neural/*/blocks/*/curves.parquet")):
-                game, name = curves.parts[-4], curves.parts[-2]
-                parse_block(name)
-                sources.append(BlockSource(game, curves, curves.parent / "policies.parquet"))
+            for block in sorted(unpacked.glob("neural/*/blocks/*")):
+                parse_block(block.name)
+                missing = [f for f in ("curves.parquet", "policies.parquet")
+                           if not (block / f).is_file()]
+                if missing:
+                    raise PublicationError(
+                        f"{index_path}: block {block.parts[-3]}/{block.name} has no "
+                        f"{' or '.join(missing)}: an unfinished job is never published")
+                sources.append(BlockSource(block.parts[-3], block / "curves.parquet",
+                                           block / "policies.parquet"))
             if args.keep_reports and index.get("allocation"):
                 date = str(index["allocation"].get("date", "undated"))
                 report = Path(args.keep_reports) / f"{date}-{index['sha256'][:16]}.json"
