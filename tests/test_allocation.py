@@ -195,6 +195,7 @@ def test_an_allocation_packs_blocks_that_publish(smoke_inputs, tmp_path):
     index = json.loads((out / "blocks.json").read_text())
     assert index["allocation"]["plan"] == report["plan"]
     workflow = tmp_path / "workflow"
+    workflow.mkdir()
     for name in ("Snakefile", "workflow", "profiles"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, workflow / name)

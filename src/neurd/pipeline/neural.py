@@ -281,6 +281,9 @@ def gpu_memory_environment(cfg: Mapping, gpus: int | None = None) -> dict[str, s
     per_job = int(cfg["gpus_per_job"])
     if per_job == 0:
         return {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    gpus = getattr(gpus, "value", gpus)  # Snakemake may hand over its Resource record
+    if not isinstance(gpus, (int, float)) or isinstance(gpus, bool):
+        gpus = None
     sharing = int(gpus) // per_job if gpus is not None else 1
     if sharing <= 1:
         return {}
