@@ -8,7 +8,8 @@ command, nothing kept afterwards but the files the command writes (a few, of at
 most 16 MiB).  Within ``--minutes`` this command
 
 1. **checks** the device (at most ``--check-minutes``): three learning cycles of
-   every game on the CPU and twice on the GPU, at once -- every leaf finite, the
+   every game and critic on the CPU and twice on the GPU, a process each, all at once --
+   every leaf finite, the
    two GPU runs bitwise equal, CPU and GPU within the bound (``bench/gpu_check.py``'s
    first part).  If the check fails, no job starts.
 2. **measures** (when no throughput table of this device is given, or
@@ -62,8 +63,6 @@ from neurd import allocation  # noqa: E402
 from neurd.packs import pack  # noqa: E402
 
 SIZES = (12, 60, 120, 240, 480)
-STARTED = time.process_time()  # the interpreter's and the imports' CPU time before a worker's
-# first cell (counted in its start-up)
 PARALLEL = (1, 2, 3)
 GAMES = ("kuhn", "leduc", "goofspiel")
 
@@ -120,19 +119,22 @@ def _env(platform: str, src: Path = SRC, cache: Path | None = None, fraction=Non
 def _run_all(jobs: list[tuple[list[str], dict]], seconds: float, limit: int = 12
              ) -> list[subprocess.CompletedProcess | None]:
     """Run commands (``(argv, env)``), at most ``limit`` at once, all within ``seconds``;
-    each one's result, or None where it did not finish in time (it is killed)."""
+    each one's result (its wall time from start to end in ``.seconds``), or None where it did
+    not finish in time (it is killed)."""
     deadline = time.monotonic() + seconds
     results: list = [None] * len(jobs)
-    pending, running = list(range(len(jobs))), {}
+    pending, running, started = list(range(len(jobs))), {}, {}
     while pending or running:
         while pending and len(running) < limit:
             k = pending.pop(0)
+            started[k] = time.monotonic()
             running[k] = subprocess.Popen(jobs[k][0], env=jobs[k][1], stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True)
         for k, process in list(running.items()):
             if process.poll() is not None:
                 results[k] = subprocess.CompletedProcess(jobs[k][0], process.returncode,
                                                          process.stdout.read())
+                results[k].seconds = round(time.monotonic() - started[k], 2)
                 del running[k]
         if time.monotonic() > deadline:
             for process in running.values():
@@ -150,22 +152,25 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
 
     work = report.out / ".check"
     work.mkdir(exist_ok=True)
-    runs = [(where, game) for where in ("cpu", "a", "b") for game in games]
+    runs = [(where, game, critic) for where in ("cpu", "a", "b") for game in games
+            for critic in (("learned", "exact") if game in gpu_check.EXACT else ("learned",))]
     jobs = [([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "cycles", "--games",
-              str(games_dir), "--game", game, "--out", str(work / f"{where}_{game}.npz")],
-             _env("cpu" if where == "cpu" else platform)) for where, game in runs]
-    for (where, game), done in zip(runs, _run_all(jobs, seconds)):
+              str(games_dir), "--game", game, "--critic", critic, "--out",
+              str(work / f"{where}_{game}_{critic}.npz")],
+             _env("cpu" if where == "cpu" else platform)) for where, game, critic in runs]
+    for (where, game, critic), done in zip(runs, _run_all(jobs, seconds, limit=16)):
         if done is None or done.returncode != 0:
-            report.step("check", ok=False, why=f"the {game} run ({where}) "
+            report.step("check", ok=False, why=f"the {game} {critic} run ({where}) "
                         + ("took too long" if done is None else "failed"),
                         output=None if done is None else done.stdout[-3000:])
             return False
     merged = {}
     for where in ("cpu", "a", "b"):
         arrays = {}
-        for game in games:
-            with np.load(work / f"{where}_{game}.npz") as data:
-                arrays.update({k: data[k] for k in data.files})
+        for _, game, critic in [r for r in runs if r[0] == where]:
+            with np.load(work / f"{where}_{game}_{critic}.npz") as data:
+                arrays.update({k: data[k] for k in data.files if k != "platform"})
+                arrays["platform"] = data["platform"]
         merged[where] = work / f"{where}.npz"
         np.savez(merged[where], **arrays)
 
@@ -211,8 +216,8 @@ def worker(args) -> int:
         states = jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, 2,
                                                          np.float32(1.0)))
         row = {"game": name, "critic": critic, "configurations": int(n),
-               "parallel": args.parallel,
-               "startup_seconds": round(time.perf_counter() - start + STARTED, 2)}
+               "parallel": args.parallel, "first_segment_seconds": round(
+                   time.perf_counter() - start, 2)}
         if not args.compile_only:
             if args.sync:
                 ready = Path(args.sync) / cell
@@ -299,9 +304,9 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
     startups = {}
     for (code, out, _, _), result in zip(compiling, done):
         if result is not None and result.returncode == 0:
-            for row in json.loads(out.read_text()):
-                startups[(code, row["game"], row["critic"], row["configurations"])] = row[
-                    "startup_seconds"]
+            for row in json.loads(out.read_text()):  # the whole process: a job's start-up
+                startups[(code, row["game"], row["critic"], row["configurations"])] = \
+                    result.seconds
     report.step("measure: compiled", programs=len(startups))
     rows = []
     rounds = [("this", SRC, p) for p in PARALLEL] + [(code, src, 1) for code, src in trees[1:]]
@@ -461,7 +466,9 @@ def main(argv=None) -> int:
                         help="the publication whose seeds are done")
     parser.add_argument("--out", required=False, help="the folder that comes back")
     parser.add_argument("--minutes", type=float, default=9.5, help="the allocation's budget")
-    parser.add_argument("--check-minutes", type=float, default=1.0)
+    parser.add_argument("--check-minutes", type=float, default=1.5,
+                        help="the most the check may take (it takes about a minute on a "
+                             "GPU machine; if it overruns, no job starts)")
     parser.add_argument("--measure", choices=("auto", "always", "never"), default="auto",
                         help="auto: measure unless --throughput holds rows of this device")
     parser.add_argument("--measure-minutes", type=float, default=3.0)

@@ -85,6 +85,8 @@ def worker_cycles(args) -> None:
         compiled = games.load(Path(args.games) / name / "game.npz")
         game = train.neural_game(compiled)
         for critic in ("learned", "exact") if name in EXACT else ("learned",):
+            if args.critic and critic != args.critic:
+                continue
             spec = train.Spec(critic=critic, precision=args.precision)
             states, keys, etas = _setup(2, name, spec, game, train)
             out = train.run_segment(spec, game, states, keys, etas, 0, args.cycles,
@@ -346,6 +348,8 @@ def main(argv=None) -> int:
     p.add_argument("--cycles", type=int, default=3)
     p.add_argument("--precision", default="float32")
     p.add_argument("--game", nargs="+", default=list(GAMES))
+    p.add_argument("--critic", default=None, choices=("learned", "exact"),
+                   help="only this critic (default: each game's)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("throughput")
     p.add_argument("--games", required=True)

@@ -142,6 +142,7 @@ def main(argv=None) -> int:
     log.info("command: neurd %s", shlex.join(sys.argv[1:] if argv is None else argv))
     from neurd.config import ConfigError
     from neurd.games import GameError, GameFileError
+    from neurd.packs import PackError
     from neurd.publication import PublicationError
     from neurd.tables import InputFileError
 
@@ -151,7 +152,8 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     try:
         args.func(args)
-    except (ConfigError, GameError, GameFileError, InputFileError, PublicationError) as error:
+    except (ConfigError, GameError, GameFileError, InputFileError, PackError,
+            PublicationError) as error:
         # a bad snapshot, game, input or publication: the message names the file or key and
         # what to do
         log.error("neurd %s: %s", args.step, error)
