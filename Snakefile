@@ -11,6 +11,7 @@
 from snakemake.utils import min_version
 
 from neurd.configfile import type_overrides
+from neurd.publish import check_configured
 from neurd.stages import DEFAULT_CONFIG, validate
 
 min_version("9.0")
@@ -31,6 +32,8 @@ validate(
     f"{workflow.basedir}/workflow/schemas",
     [DEFAULT_CONFIG, *workflow.overwrite_configfiles],
 )
+# A publication drawn is the run of its config file as that file is now (neurd.publish).
+check_configured(config, workflow.basedir)
 
 
 include: "workflow/rules/common.smk"

@@ -19,8 +19,8 @@ import yaml
 
 from neurd import games, publication
 from neurd.pipeline.neural import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS, best_entropies
-from neurd.pipeline.published import expected_snapshot, neural_defaults
 from neurd.publication import BlockSource, PublicationError
+from neurd.publish import expected_snapshot, neural_defaults
 from neurd.tables import read_metadata, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -557,7 +557,7 @@ def test_a_block_folder_holding_another_blocks_tables_is_refused(tiny, grown):
 
 
 def test_a_pack_may_hold_only_block_files_of_configured_games():
-    from neurd.pipeline.published import pack_member_allowed
+    from neurd.publish import pack_member_allowed
 
     allowed = pack_member_allowed({"games": ["kuhn", "leduc"]})
     assert allowed("neural/kuhn/blocks/learned_s0-39/curves.parquet")

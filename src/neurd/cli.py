@@ -74,14 +74,16 @@ def _provenance(args) -> None:
 
 
 def _check_config(args) -> None:
+    from neurd.publish import check_configured
     from neurd.stages import load_config, results_root
 
+    if args.results_dir:  # the folder only: the config's values, not the games or the GPU
+        print(results_root(load_config(args.files, args.workflow, games=False)))
+        return
     config = load_config(args.files, args.workflow)
-    root = results_root(config)
-    if args.results_dir:
-        print(root)
-    else:
-        log.info("config is valid: scale %r, results in %s/", config["scale"], root)
+    check_configured(config, args.workflow)
+    log.info("config is valid: scale %r, results in %s/", config["scale"],
+             results_root(config))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,10 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="step", required=True)
 
+    from neurd import publish
     from neurd.stages import STAGES
 
     for stage in STAGES.values():
         stage.add_steps(sub)
+    publish.register(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")
     p.add_argument("module", choices=FIGURES, help="the figure's module in neurd.figures")

@@ -144,7 +144,7 @@ def validate(config: dict, schema_dir: str | os.PathLike, files=(), games: bool 
             raise ConfigError("config: every number must be finite, got " + "; ".join(bad))
         schemas = {name: str(schema_dir / f"{name}.schema.yaml") for name in ("config", *SECTIONS)}
         for path in schemas.values():
-            merge_map_defaults(config, _read_schema(path))
+            merge_map_defaults(config, read_schema(path))
         for path in schemas.values():
             validate_schema(config, path)
         check(config)
@@ -167,7 +167,7 @@ def _validate_derived(label, name, section, schema_path, limits, validate_schema
 
     derived = {name: section}
     try:
-        merge_map_defaults(derived, _read_schema(schema_path))
+        merge_map_defaults(derived, read_schema(schema_path))
         validate_schema(derived, schema_path)
         STAGES[name].check(derived[name])
         if STAGES[name].inspect is not None and limits is not None:
@@ -187,7 +187,7 @@ def inspect(config: Mapping) -> None:
 
 
 @functools.cache
-def _read_schema(path: str) -> dict:
+def read_schema(path: str) -> dict:
     """A schema file, read once per process (only read, never changed, by its callers)."""
     import yaml
 

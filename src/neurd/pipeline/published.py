@@ -9,28 +9,23 @@ when validated (a stale publication is never drawn).  Where the folder holds a
 publication, the workflow draws ``fig6_<name>`` (``<name>``: the folder's last part) with its
 claims audit from it, beside the scale's own ``fig6``.
 
-Steps:
-
-* ``neurd publish CONFIGFILE``: publish the finished games of that config's run (its
-  results folder) into its ``published.folder``;
-* ``neurd published-check FOLDER``: check a publication (manifest, hashes, tables, runs
-  complete; ``--configfile``: against that config too);
-* ``neurd published-tables``: the checked publication's tables, every game in one of each,
-  under ``results/published/<name>/`` (the inputs of ``fig6_<name>``);
-* ``neurd published-reproduce FOLDER --game G``: the publication's first learning cycles
-  run again on this machine, against the agreement bound across devices.
+This stage needs no other config file: it checks, when a config is validated, that a
+configured folder is a publication (not missing, emptied or a file) and lists the figure.
+What reads a config file -- the check that the publication is the run of ``configfile`` as
+it is now, and the ``neurd`` commands that publish, check, reproduce and combine it -- is
+:mod:`neurd.publish`, above the stage registry.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from neurd.config import ConfigError, require
+from neurd.config import ConfigError
 from neurd.pipeline._stage import Figure, Stage
+from neurd.publication import MANIFEST, PublicationError, _read_manifest, published_games
+from neurd.publication import check as check_publication
 
 log = logging.getLogger(__name__)
 
@@ -44,34 +39,13 @@ def name(cfg: Mapping) -> str | None:
 
 def drawn(cfg: Mapping) -> bool:
     """Whether there is a publication to draw: a folder with at least one block."""
-    from neurd.publication import published_games
-
     return cfg.get("folder") is not None and bool(published_games(cfg["folder"]))
 
 
 def inputs(cfg: Mapping) -> list[str]:
     """Every file of the publication (the manifest and what it lists)."""
-    from neurd.publication import MANIFEST, _read_manifest
-
     manifest = _read_manifest(Path(cfg["folder"]))
     return [f"{cfg['folder']}/{MANIFEST}", *(f"{cfg['folder']}/{f}" for f in manifest["files"])]
-
-
-def expected_snapshot(configfile: str, workflow_dir: str | os.PathLike = ".") -> dict:
-    """The neural snapshot ``configfile`` gives now (merged over the default config)."""
-    from neurd.stages import load_config, snapshot
-
-    return snapshot(load_config([configfile], workflow_dir, games=False), "neural")
-
-
-def neural_defaults(workflow_dir: str | os.PathLike = ".") -> dict:
-    """The neural section's schema defaults, key by key (what a key added since a
-    publication was made reads as; :func:`neurd.publication.stale_keys`)."""
-    from neurd.stages import _read_schema
-
-    schema = _read_schema(str(Path(workflow_dir) / "workflow/schemas/neural.schema.yaml"))
-    properties = schema["properties"]["neural"]["properties"]
-    return {key: spec["default"] for key, spec in properties.items() if "default" in spec}
 
 
 def check(cfg: Mapping) -> None:
@@ -79,19 +53,13 @@ def check(cfg: Mapping) -> None:
 
 
 def inspect(cfg: Mapping, limits: Mapping) -> None:
-    """The configured publication: there, a publication (not missing, emptied or a file), and
-    checked against what ``configfile`` gives now (its files and config; the tables' content
-    is checked by the job that draws it)."""
-    from neurd.publication import PublicationError
-    from neurd.publication import check as check_publication
-
+    """A configured folder is a publication: there, not emptied, not a file, its files as its
+    manifest lists them (:func:`neurd.publication.check`); whether it is the run of
+    ``configfile`` as it is now is :func:`neurd.publish.check_configured`'s."""
     if cfg.get("folder") is None:
         return
-    require(Path(cfg["configfile"]).is_file(), "published.configfile",
-            f"{cfg['configfile']} not found (the config file {cfg['folder']} must be the run of)")
     try:
-        manifest, _ = check_publication(cfg["folder"], expected_snapshot(cfg["configfile"]),
-                                        cfg["configfile"], neural_defaults())
+        manifest, _ = check_publication(cfg["folder"])
     except PublicationError as error:
         raise ConfigError(f"published.folder: {error} (set published.folder to null to draw "
                           "no publication)") from None
@@ -108,247 +76,5 @@ def figures(cfg: Mapping) -> list[Figure]:
                    config=f"published/{label}/config/neural.json")]
 
 
-# --- command-line steps -------------------------------------------------------------------
-
-
-def _tables_step(args, cfg) -> None:
-    from neurd.pipeline.neural import TABLES
-    from neurd.publication import check as check_publication
-    from neurd.publication import check_content, fig6_tables
-    from neurd.tables import write_json, write_table
-
-    manifest, neural = check_publication(cfg["folder"], expected_snapshot(cfg["configfile"]),
-                                         cfg["configfile"], neural_defaults())
-    curves = check_content(cfg["folder"], manifest, neural)
-    tables = fig6_tables(curves, cfg["folder"], manifest, neural)
-    out = Path(args.out_dir)
-    seeds = {g: e["seeds"] for g, e in manifest["games"].items() if e["blocks"]}
-    for table in COMBINED:
-        write_table(tables[table], out / f"neural/{table}.parquet", columns=TABLES[table],
-                    config=neural, extra={"published": cfg["folder"], "seeds": seeds})
-    write_json(out / "config/neural.json", neural)
-    log.info("%s: %s checked and combined", cfg["folder"], ", ".join(
-        f"{g} ({len(s)} of {neural['seeds']} seeds)" for g, s in seeds.items()))
-
-
-def _config_and_folder(args):
-    from neurd.publication import PublicationError
-    from neurd.stages import load_config, results_root, snapshot
-
-    config = load_config([args.configfile], args.workflow, games=False)
-    folder = config["published"]["folder"]
-    if folder is None:
-        raise PublicationError(f"{args.configfile}: published.folder is null: nowhere to publish")
-    return (snapshot(config, "neural"), Path(args.workflow) / folder,
-            Path(args.workflow) / results_root(config))
-
-
-def _report(manifest, added, folder) -> None:
-    games = {g: f"{len(e['seeds'])} seeds in {len(e['blocks'])} blocks"
-             for g, e in manifest["games"].items()}
-    log.info("%s: %s; now %.1f MiB: %s", folder,
-             f"added {', '.join(added)}" if added else "nothing new", manifest["bytes"] / 2**20,
-             games)
-
-
-def _publish(args) -> None:
-    from neurd.publication import init, publish_run
-
-    cfg, folder, results = _config_and_folder(args)
-    if args.init:
-        manifest = init(folder, cfg, replace=args.replace)
-        log.info("%s: an empty publication of the config (hash %s)", folder,
-                 manifest["config_hash"])
-        return
-    games = args.game or [g for g in cfg["games"]
-                          if (results / f"neural/{g}/summary.parquet").exists()]
-    _report(*publish_run(cfg, results, folder, games, replace=args.replace), folder)
-
-
-def pack_member_allowed(cfg: Mapping):
-    """What a pack of blocks may hold: the jobs' files of seed blocks of the config's games."""
-    import re
-
-    games = "|".join(re.escape(g) for g in cfg["games"])
-    pattern = re.compile(rf"neural/({games})/blocks/(learned|exact)_s\d{{1,4}}-\d{{1,4}}/"
-                         r"(curves\.parquet|policies\.parquet|run\.log)")
-    return lambda member: pattern.fullmatch(member) is not None
-
-
-def _add(args) -> None:
-    import shutil
-
-    from neurd.packs import unpack
-    from neurd.pipeline.neural import parse_block
-    from neurd.publication import BlockSource, PublicationError, add_blocks
-    from neurd.tables import config_hash
-
-    cfg, folder, results = _config_and_folder(args)
-    indexes = []
-    for given in args.packs:
-        path = Path(given)
-        found = [path] if path.is_file() else sorted(path.glob("*/blocks.json")) + sorted(
-            path.glob("blocks.json"))
-        if not found:
-            raise PublicationError(f"{given}: no pack here (a blocks.json with its parts, or "
-                                   "folders of them)")
-        indexes += found
-    work = results / "published-add"
-    sources, folders = [], []
-    try:
-        for index_path in indexes:
-            index, unpacked = unpack(index_path, pack_member_allowed(cfg), work)
-            folders.append(unpacked)
-            if index.get("config_hash") != config_hash(cfg):
-                raise PublicationError(
-                    f"{index_path} holds blocks of another config (hash "
-                    f"{index.get('config_hash')}, {args.configfile}'s neural section is "
-                    f"{config_hash(cfg)})")
-            for block in sorted(unpacked.glob("neural/*/blocks/*")):
-                parse_block(block.name)
-                missing = [f for f in ("curves.parquet", "policies.parquet")
-                           if not (block / f).is_file()]
-                if missing:
-                    raise PublicationError(
-                        f"{index_path}: block {block.parts[-3]}/{block.name} has no "
-                        f"{' or '.join(missing)}: an unfinished job is never published")
-                sources.append(BlockSource(block.parts[-3], block / "curves.parquet",
-                                           block / "policies.parquet"))
-            if args.keep_reports and index.get("allocation"):
-                date = str(index["allocation"].get("date", "undated"))
-                report = Path(args.keep_reports) / f"{date}-{index['sha256'][:16]}.json"
-                report.parent.mkdir(parents=True, exist_ok=True)
-                report.write_text(json.dumps(index["allocation"], indent=1, sort_keys=True)
-                                  + "\n")
-        if not sources:
-            raise PublicationError(f"{', '.join(args.packs)}: the packs hold no finished block")
-        _report(*add_blocks(folder, cfg, sources, replace=args.replace), folder)
-    finally:
-        for unpacked in folders:
-            shutil.rmtree(unpacked, ignore_errors=True)
-
-
-def _check(args) -> None:
-    from neurd.publication import check as check_publication
-    from neurd.publication import check_content
-
-    expected = None if args.configfile is None else expected_snapshot(args.configfile,
-                                                                       args.workflow)
-    manifest, cfg = check_publication(args.folder, expected, args.configfile or "",
-                                      neural_defaults(args.workflow))
-    if not args.files_only:
-        check_content(args.folder, manifest, cfg)
-    log.info("%s is a valid publication%s: config hash %s, %s, %.1f MiB", args.folder,
-             "" if args.files_only else " (content checked)", manifest["config_hash"],
-             {g: f"{len(e['seeds'])} of {cfg['seeds']} seeds" for g, e in
-              manifest["games"].items()}, manifest["bytes"] / 2**20)
-
-
-def _reproduce(args) -> None:
-    from neurd import games
-    from neurd.publication import (
-        AGREEMENT_NASH_CONV,
-        PHASE_END_TOLERANCE,
-        PublicationError,
-        check,
-        phase_end_nash_conv,
-        reproduce,
-    )
-    from neurd.tables import atomic_path
-
-    if args.cycles < 1:
-        raise PublicationError(f"--cycles must be at least 1 (a reproduction of no cycle "
-                               f"vouches for nothing), got {args.cycles}")
-    checked = check(args.folder)
-    cfg = checked[1]
-    if args.compiled:
-        compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"],
-                                         "neural")
-    else:
-        compiled = games.compile_configured(args.game, cfg["game_strings"],
-                                            cfg.get("expected_infostates"), "neural")
-    frame = reproduce(args.folder, args.game, compiled, cycles=args.cycles, checked=checked)
-    ends = phase_end_nash_conv(args.folder, args.game, compiled, checked=checked)
-    worst = float(frame.difference.max())
-    worst_end = float(ends.difference.max()) if len(ends) else 0.0
-    log.info("%s %s: %d published NashConv values of %d blocks in their first %d cycles "
-             "reproduced, largest difference %.3g (bound %.0e); %d phase ends recomputed from "
-             "the published policies, largest difference %.3g (bound %.0e)", args.folder,
-             args.game, len(frame), frame.block.nunique(), args.cycles, worst,
-             AGREEMENT_NASH_CONV, len(ends), worst_end, PHASE_END_TOLERANCE)
-    if args.out:
-        with atomic_path(args.out) as tmp:
-            frame.to_csv(tmp, index=False)
-    if not worst <= AGREEMENT_NASH_CONV:
-        raise PublicationError(f"{args.folder} {args.game}: block "
-                               f"{frame.block[frame.difference.idxmax()]} reproduced with a "
-                               f"difference {worst:.3g}, beyond the bound "
-                               f"{AGREEMENT_NASH_CONV:.0e}")
-    if not worst_end <= PHASE_END_TOLERANCE:
-        raise PublicationError(f"{args.folder} {args.game}: block "
-                               f"{ends.block[ends.difference.idxmax()]}'s published policies "
-                               f"give a NashConv {worst_end:.3g} from the published one")
-
-
-def register(stage: Stage, sub) -> None:
-    """Add this stage's steps to the ``neurd`` command line."""
-    from neurd.publication import AGREEMENT_CYCLES
-
-    p = stage.add_step(sub, "published-tables",
-                       "a publication's Fig 6 tables, checked, every game in one of each",
-                       _tables_step)
-    p.add_argument("--out-dir", required=True, help="output folder: results/published/<name>")
-
-    p = sub.add_parser("publish", help="publish a finished Snakemake run's Fig 6 jobs (each a "
-                       "seed block) into its config's published.folder")
-    p.add_argument("configfile", help="the config file of the run (workflow/config/paper.yaml)")
-    p.add_argument("--game", action="append", help="a game to publish (repeat; default: every "
-                   "game whose tables are there)")
-    p.add_argument("--init", action="store_true",
-                   help="only make an empty publication of the config (no block yet)")
-    p.add_argument("--replace", action="store_true",
-                   help="start the folder afresh when it holds another config's blocks")
-    p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
-    p.set_defaults(func=_publish)
-
-    p = sub.add_parser("published-add", help="check packed seed blocks (from GPU allocations) "
-                       "and add them to the config's published.folder")
-    p.add_argument("configfile", help="the config file of the blocks (workflow/config/paper.yaml)")
-    p.add_argument("packs", nargs="+", metavar="PACK",
-                   help="a pack: its blocks.json, a folder holding it, or a folder of such "
-                        "folders")
-    p.add_argument("--keep-reports", default=None, metavar="FOLDER",
-                   help="also save each pack's allocation report (check, throughput, plan, "
-                        "jobs) as FOLDER/<pack>.json")
-    p.add_argument("--replace", action="store_true",
-                   help="start the folder afresh when it holds another config's blocks")
-    p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
-    p.set_defaults(func=_add)
-
-    p = sub.add_parser("published-check", help="check a publication: files, hashes, every "
-                       "block's tables, the derived tables recomputed")
-    p.add_argument("folder", help="the publication, e.g. published/paper")
-    p.add_argument("--configfile", default=None,
-                   help="also check it is the run of this config file as it is now")
-    p.add_argument("--files-only", action="store_true",
-                   help="check the manifest and files only (what config validation does)")
-    p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
-    p.set_defaults(func=_check)
-
-    p = sub.add_parser("published-reproduce", help="run each block's first learning cycles "
-                       "again here, and the NashConv of the published policies at the phase "
-                       "ends, against the published numbers")
-    p.add_argument("folder", help="the publication, e.g. published/paper")
-    p.add_argument("--game", required=True)
-    p.add_argument("--compiled", default=None,
-                   help="the game compiled (results/neural/<game>/game.npz); default: "
-                        "compiled here with OpenSpiel from the publication's game string")
-    p.add_argument("--cycles", type=int, default=AGREEMENT_CYCLES,
-                   help=f"learning cycles to run per block (at least 1; default "
-                        f"{AGREEMENT_CYCLES})")
-    p.add_argument("--out", default=None, help="output: the comparison as CSV")
-    p.set_defaults(func=_reproduce)
-
-
-STAGE = Stage(section="published", check=check, figures=figures, register=register,
-              float64=False, inspect=inspect)
+STAGE = Stage(section="published", check=check, figures=figures,
+              register=lambda stage, sub: None, float64=False, inspect=inspect)
