@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -150,7 +151,7 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
     device, all at once; compared here."""
     import numpy as np
 
-    work = report.out / ".check"
+    work = report.work / "check"
     work.mkdir(exist_ok=True)
     runs = [(where, game, critic) for where in ("cpu", "a", "b") for game in games
             for critic in (("learned", "exact") if game in gpu_check.EXACT else ("learned",))]
@@ -255,7 +256,7 @@ def worker(args) -> int:
 def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: int, extra,
              seconds: float) -> list[dict]:
     """``parallel`` workers over ``cells`` at once; their rows (none if they overrun)."""
-    work = report.out / ".measure" / what
+    work = report.work / "measure" / what
     work.mkdir(parents=True, exist_ok=True)
     sync = work / "sync"
     processes = []
@@ -293,7 +294,7 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
     compiling = []
     for code, src in trees:
         for cell in cells:
-            out = report.out / ".measure" / f"compile_{code}_{cell.replace(':', '_')}.json"
+            out = report.work / "measure" / f"compile_{code}_{cell.replace(':', '_')}.json"
             out.parent.mkdir(parents=True, exist_ok=True)
             compiling.append((code, out, [sys.executable, str(Path(__file__).resolve()),
                                           "worker", "--games", str(report.games_dir), "--out",
@@ -317,7 +318,7 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
             continue
         extra = ["--evaluation"] if (code, parallel) == ("this", 1) else []
         if (code, parallel) == ("this", 1) and report.profile:
-            extra += ["--profile", str(report.out / ".profile")]
+            extra += ["--profile", str(report.work / "profile")]
         got = _workers(report, f"{code}_x{parallel}", cells, _env(platform, src, cache),
                        parallel, extra, left)
         for row in got:
@@ -331,7 +332,7 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
 
 
 def pack_profile(report: Report) -> None:
-    folder = report.out / ".profile"
+    folder = report.work / "profile"
     if not folder.is_dir():
         return
     target = report.out / "profile.tar.gz"
@@ -360,6 +361,7 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
     """The plan's blocks, ``step.parallel`` at a time (one queue per slot); the folders of
     those that finished."""
     work = results / "allocation"
+    shutil.rmtree(work / "neural", ignore_errors=True)  # nothing of an earlier run is packed
     finished = []
     fraction = 0.9 / step.parallel
 
@@ -506,6 +508,10 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"compiled games missing in {results}/neural: {missing}")
     report = Report(Path(args.out), args.minutes)
+    # only what comes back is written to --out (a few files); the rest works beside the jobs
+    report.work = results / "allocation" / "work"
+    shutil.rmtree(report.work, ignore_errors=True)
+    report.work.mkdir(parents=True)
     report.games_dir = results / "neural"
     report.profile = not args.no_profile
     cache = results / "allocation" / "jax-cache"

@@ -194,6 +194,12 @@ def test_an_allocation_packs_blocks_that_publish(smoke_inputs, tmp_path):
     assert finished and not [j for j in report["jobs"] if j["status"].startswith("lost")]
     index = json.loads((out / "blocks.json").read_text())
     assert index["allocation"]["plan"] == report["plan"]
+    # what comes back from an allocation: a few plain files of at most 16 MiB, nothing else
+    back = sorted(p.name for p in out.iterdir())
+    assert back[:2] == ["allocation.json", "blocks.json"] and all(
+        name.startswith("blocks.tar.") for name in back[2:]), back
+    assert len(back) <= 8 and all((out / n).is_file() and (out / n).stat().st_size <= 16 * 2**20
+                                  for n in back)
     workflow = tmp_path / "workflow"
     workflow.mkdir()
     for name in ("Snakefile", "workflow", "profiles"):
