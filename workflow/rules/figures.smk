@@ -1,9 +1,27 @@
+from neurd.names import game_title
+
 # The figures, generated from each figure module's declared INPUTS; the claims
-# audit of all figures; the provenance of the run.
+# audit of all figures; the provenance of the run; the report's landing page.
+
+
+report: "../report/workflow.rst"
 
 
 # One rule per figure module (fig4b draws one figure per game); the rule's
 # {figure} wildcard names the figure, and its report caption shows it.
+
+
+def report_labels(wildcards):
+    """The report's row of a figure: "Fig 1" .. "Fig 6", each figure's extras right after
+    it ("Fig 4b, Kuhn poker", "Fig 6, published/paper"): the report sorts rows by label,
+    so the figures come in the paper's order."""
+    base, _, extra = wildcards.figure.partition("_")
+    label = "Fig " + base.removeprefix("fig")
+    if extra:
+        label += f", published/{extra}" if base == "fig6" else f", {game_title(extra)}"
+    return {"figure": label, "file": f"{wildcards.figure}.png"}
+
+
 for module in sorted({job.module for job in FIGURE_JOBS.values()}):
 
     rule:
@@ -21,6 +39,7 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
                 res("figures/{figure}.png"),
                 caption=f"../report/{module}.rst",
                 category="Figures",
+                labels=report_labels,
             ),
             pdf=res("figures/{figure}.pdf"),
             audit=res("audit/{figure}.csv"),
@@ -38,12 +57,14 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
             runtime=10,
         params:
             module=module,
+            scale=config["scale"],
             inputs=lambda wildcards: " ".join(
                 f"--input {name}={path}"
                 for name, path in FIGURE_JOBS[wildcards.figure].inputs.items()
             ),
         shell:
-            "neurd figure {params.module} --name {wildcards.figure} --config {input.cfg}"
+            "neurd figure {params.module} --name {wildcards.figure} --scale {params.scale:q}"
+            " --config {input.cfg}"
             " {params.inputs} --png {output.png} --pdf {output.pdf} --audit {output.audit}"
             " > {log} 2>&1"
 

@@ -157,7 +157,7 @@ def _legend_handles():
 
     return [
         Line2D([], [], marker="*", color="gold", markeredgecolor="black", markersize=11,
-               linestyle="none", label="Nash (1, nu, 1)/(nu + 2)"),
+               linestyle="none", label=r"Nash $(1, \nu, 1)/(\nu + 2)$"),
         Line2D([], [], marker="o", color="0.3", markersize=4, linestyle="none",
                label="initial policy"),
         Line2D([], [], color="0.3", linewidth=1.2, label=r"(a, b) policy $\pi(t)$"),
