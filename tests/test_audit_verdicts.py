@@ -69,6 +69,9 @@ def rederive_all(folder: Path) -> int:
     rows = 0
     for path in paths:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        missing = [c for c in (*CHECK_COLUMNS, "otherwise") if c not in frame.columns]
+        assert not missing, (f"{path}: no columns {missing}: not an audit file of this "
+                             "version; remake it (make figures)")
         for row in frame.to_dict("records"):
             assert rederive(row) == row["verdict"], (path.name, row["claim"], row["verdict"])
             rows += 1

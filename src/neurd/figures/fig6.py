@@ -276,13 +276,16 @@ def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str
     mean, low, high = paired_difference_ci(
         a, b, resamples=int(boot["resamples"]), confidence=float(boot["confidence"]),
         method=boot["method"], seed=int(cfg["seed"]))
-    text = (f"paired difference NeuRD - SPG {fmt(mean)}, {fmt(100 * float(boot['confidence']))}%"
-            f" CI [{fmt(low)}, {fmt(high)}]; NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
+    interval = (f"{fmt(100 * float(boot['confidence']))}% CI" if len(both) >= style.MIN_CI_SAMPLES
+                else f"bootstrap interval (< {style.MIN_CI_SAMPLES} pairs: not a confidence "
+                     "interval)")
+    text = (f"paired difference NeuRD - SPG {fmt(mean)}, {interval} [{fmt(low)}, {fmt(high)}]; "
+            f"NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
     return text, paired_check(statistic, low, high), mean
 
 
-PAIRED_CRITERION = ("the bootstrap CI of the mean paired difference NeuRD - SPG lies below 0 "
-                    "(tie: it covers 0)")
+PAIRED_CRITERION = ("the bootstrap confidence interval of the mean paired difference NeuRD - "
+                    "SPG lies below 0 (tie: it covers 0)")
 
 
 def _final_claim(game, summary, best, note, cfg) -> Claim:
@@ -290,8 +293,9 @@ def _final_claim(game, summary, best, note, cfg) -> Claim:
     final = {a: rows[(rows.algorithm == a) & (rows.entropy == best[a])]
              .set_index("seed").final_nash_conv for a in (NEURD, SPG)}
     means = {a: float(f.mean()) for a, f in final.items()}
-    text, check, difference = paired(final[NEURD], final[SPG], cfg, "CI of the mean paired "
-                                     "difference NeuRD - SPG of the final NashConv")
+    text, check, difference = paired(final[NEURD], final[SPG], cfg, "bootstrap interval of "
+                                     "the mean paired difference NeuRD - SPG of the final "
+                                     "NashConv")
     return Claim(
         FIGURE, f"{game}: NeuRD ends with the lowest final NashConv",
         "'NeuRD ... yields the lowest final NashConv'",
@@ -305,8 +309,9 @@ def _average_claim(game, summary, note, cfg) -> Claim:
     wide = rows.pivot_table(index=["entropy", "seed"], columns="algorithm",
                             values="average_nash_conv")
     means = {a: float(wide[a].mean()) for a in (NEURD, SPG)}
-    text, check, difference = paired(wide[NEURD], wide[SPG], cfg, "CI of the mean paired "
-                                     "difference NeuRD - SPG of the average NashConv")
+    text, check, difference = paired(wide[NEURD], wide[SPG], cfg, "bootstrap interval of "
+                                     "the mean paired difference NeuRD - SPG of the average "
+                                     "NashConv")
     return Claim(
         FIGURE, f"{game}: NeuRD's average NashConv over all iterations is lower",
         "'NeuRD consistently has lower average NashConv'",
@@ -375,8 +380,8 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
     runs = last[last.critic == "exact"].set_index(["entropy", "seed"])
     text, check, difference = paired(runs[runs.algorithm == NEURD].nash_conv,
                                      runs[runs.algorithm == SPG].nash_conv, cfg,
-                                     "CI of the mean paired difference NeuRD - SPG of the "
-                                     "final NashConv, exact critic")
+                                     "bootstrap interval of the mean paired difference "
+                                     "NeuRD - SPG of the final NashConv, exact critic")
     exact = {a: float(final.loc[("exact", a)]) for a in (NEURD, SPG)}
     learned = {a: float(final.loc[("learned", a)]) for a in (NEURD, SPG)}
     return Claim(
