@@ -1,4 +1,4 @@
-from neurd.names import game_title
+from neurd.figures import report_label
 
 # The figures, generated from each figure module's declared INPUTS; the claims
 # audit of all figures; the provenance of the run; the report's landing page.
@@ -9,17 +9,6 @@ report: "../report/workflow.rst"
 
 # One rule per figure module (fig4b draws one figure per game); the rule's
 # {figure} wildcard names the figure, and its report caption shows it.
-
-
-def report_labels(wildcards):
-    """The report's row of a figure: "Fig 1" .. "Fig 6", each figure's extras right after
-    it ("Fig 4b, Kuhn poker", "Fig 6, published/paper"): the report sorts rows by label,
-    so the figures come in the paper's order."""
-    base, _, extra = wildcards.figure.partition("_")
-    label = "Fig " + base.removeprefix("fig")
-    if extra:
-        label += f", published/{extra}" if base == "fig6" else f", {game_title(extra)}"
-    return {"figure": label, "file": f"{wildcards.figure}.png"}
 
 
 for module in sorted({job.module for job in FIGURE_JOBS.values()}):
@@ -39,7 +28,10 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
                 res("figures/{figure}.png"),
                 caption=f"../report/{module}.rst",
                 category="Figures",
-                labels=report_labels,
+                labels=lambda wildcards: {
+                    "figure": report_label(wildcards.figure),
+                    "file": f"{wildcards.figure}.png",
+                },
             ),
             pdf=res("figures/{figure}.pdf"),
             audit=res("audit/{figure}.csv"),

@@ -36,6 +36,7 @@ from neurd.tables import read_table, write_table
 log = logging.getLogger(__name__)
 
 DEFAULT_READING = "default"
+STUDY = "readings study"  # what the study's Fig 6 rows and figure are labelled with
 GRID_COLUMNS = {
     "reading": "the reading: 'default' (the pipeline's) or a variant of config "
                "readings.variants, one change from it",
@@ -146,7 +147,7 @@ def grid_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
     for reading, t in tables.items():
         with float64():
             found = fig6.claims(t["nashconv"], t["ci"], t["summary"], t["diagnostics"],
-                                snapshots[reading])
+                                snapshots[reading], STUDY)
         for claim in found:
             rows.append({"reading": reading, "changes": json.dumps(changes[reading],
                                                                   sort_keys=True),
@@ -403,7 +404,8 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
 
 def _grid_step(args, cfg) -> None:
     from neurd.config import load_snapshot
-    from neurd.figures import style
+    from neurd.figures import fig6, style
+    from neurd.names import game_title
     from neurd.pipeline.neural import jobs, main_critic
 
     readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
@@ -437,7 +439,11 @@ def _grid_step(args, cfg) -> None:
     write_table(other, args.other, columns=OTHER_COLUMNS, config=cfg)
     write_table(collapse, args.collapse, columns=COLLAPSE_COLUMNS, config=cfg)
     write_table(logits, args.logits, columns=LOGIT_COLUMNS, config=cfg)
-    style.save(draw(grid, other, collapse, readings, logits), args.png, args.pdf)
+    fig = draw(grid, other, collapse, readings, logits)
+    nashconv = tables[DEFAULT_READING]["nashconv"]
+    style.note(fig, "; ".join(f"{game_title(g)}: {fig6.scale_label(nashconv, g, STUDY)[0]}"
+                              for g in dict.fromkeys(nashconv.game)))
+    style.save(fig, args.png, args.pdf)
     _write_markdown(grid, other, readings, args.md)
     counts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
     log.info("readings grid:\n%s", counts)
