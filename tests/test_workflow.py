@@ -546,14 +546,17 @@ def _not_blank(png: bytes) -> float:
     return float(pixels.std())
 
 
-# Pixels of a chart's canvas in the marks' blue (vega's default, blue well above red): the
-# axes, grid and text are grey or black.
-BLUE_PIXELS = """
+# The columns of a chart's canvas that hold a mark (vega's default blue, well above red; the
+# axes, grid and text are grey or black). A log axis over a negative runtime still draws
+# every mark, all in the few columns at its left end.
+MARK_COLUMNS = """
 const canvas = document.querySelector('#' + arguments[0] + ' canvas');
 const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-let n = 0;
-for (let i = 0; i < data.length; i += 4) { if (data[i + 3] > 0 && data[i + 2] > data[i] + 40) n++; }
-return n;
+const columns = new Set();
+for (let i = 0; i < data.length; i += 4) {
+  if (data[i + 3] > 0 && data[i + 2] > data[i] + 40) columns.add((i / 4) % canvas.width);
+}
+return columns.size;
 """
 
 
@@ -561,7 +564,7 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     """In a real browser: the landing page says what the workflow is; every figure shows as
     an image, in the paper's order; the claims audit as a table with a row per claim and
     every verdict defined; provenance with the runtime of every step and the config folded;
-    the runtime chart draws every job; screenshots are not blank."""
+    the runtime chart draws every job along its axis; screenshots are not blank."""
     from selenium.webdriver.common.by import By
 
     browser.get(report.as_uri())
@@ -602,7 +605,7 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     browser.find_element(By.CSS_SELECTOR, "#runtimes canvas")
     runtimes = browser.execute_script("return runtimes_spec.data.values")
     assert len(runtimes) > 40 and min(r["runtime"] for r in runtimes) > 0
-    assert browser.execute_script(BLUE_PIXELS, "runtimes") > 500
+    assert browser.execute_script(MARK_COLUMNS, "runtimes") > 30  # spread along the axis
 
 
 def test_publish_a_finished_run_and_refuse_a_half_finished_one(smoke_run, tmp_path):

@@ -58,9 +58,9 @@ def label_log_axis(axis) -> None:
 
 
 def size(n: float) -> str:
-    """A count for a figure's text: ``10^k`` for a power of ten from 1000 on, else plain."""
+    """A count for a figure's text: ``10^k`` for a power of ten from 10^4 on, else plain."""
     n = float(n)
-    if n >= 1000 and n == int(n):
+    if n >= 10_000 and n == int(n):
         k = len(str(int(n))) - 1
         if int(n) == 10**k:
             return f"10^{k}"
