@@ -11,6 +11,11 @@ in this process, in separate calls, the second under other matplotlib settings, 
 fresh Python process with another hash seed that draws the figures in reverse order.  The
 three PNGs must be equal byte for byte, and so must the three PDFs; a draw must leave the
 global random generators of NumPy and Python as it found them.
+
+Each figure, drawn from the same tables, must also say what it is: its scale on the figure
+itself, its legends inside their axes and off the data, one symbol per quantity (eta the
+step size, alpha Fig 6's entropy level), no band called a confidence interval over fewer
+samples than ``style.MIN_CI_SAMPLES``.
 """
 
 import hashlib
@@ -154,7 +159,7 @@ class Tables:
     def figure_args(self, name: str, out: Path) -> list[str]:
         """``neurd figure`` as the figure rules call it (workflow/rules/figures.smk)."""
         job = self.jobs[name]
-        return ["figure", job.module, "--name", job.name,
+        return ["figure", job.module, "--name", job.name, "--scale", TINY["scale"],
                 "--config", str(self.folder / job.config),
                 *[f"--input={table}={self.folder / path}" for table, path in job.inputs.items()],
                 "--png", str(out / f"{name}.png"), "--pdf", str(out / f"{name}.pdf"),
@@ -275,3 +280,168 @@ def test_figure_is_byte_identical_in_a_fresh_process(figure_tables, first_draws,
         for ext in ("png", "pdf"):
             assert fresh_draws(name)[ext] == first_draws(name)[ext], \
                 f"{name}.{ext} differs between this process and a fresh one"
+
+
+# --- what each figure says ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def drawn(figure_tables):
+    """Every figure as ``neurd figure`` makes it (the figure object, before saving) and its
+    claims: name -> (figure, claims)."""
+    import importlib
+
+    import matplotlib.pyplot as plt
+
+    from neurd.config import load_snapshot
+    from neurd.precision import float64
+    from neurd.tables import read_table
+
+    done = {}
+    for name, job in figure_tables.jobs.items():
+        module = importlib.import_module(f"neurd.figures.{job.module}")
+        tables = {t: read_table(figure_tables.folder / path) for t, path in job.inputs.items()}
+        with float64():
+            done[name] = module.make(tables, load_snapshot(figure_tables.folder / job.config),
+                                     name, scale=TINY["scale"])
+    yield done
+    for fig, _ in done.values():
+        plt.close(fig)
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")) if t.get_text()]
+
+
+def test_every_figure_says_its_scale_on_itself(drawn):
+    from neurd.figures import style
+
+    for name, (fig, _) in drawn.items():
+        notes = [t.get_text() for t in fig.texts if t.get_gid() == style.SCALE_GID]
+        assert len(notes) == 1, name
+        if name.startswith("fig6"):
+            assert notes[0] == ("Kuhn poker: figure_test scale: 40 of 0.33e6 iterations per "
+                                "phase, 2 of 40 seeds, provisional"), notes[0]
+        else:
+            assert notes[0].startswith("figure_test scale: ") and len(notes[0]) > 40, notes[0]
+    assert "5 of the paper's 100 starts" in drawn["fig4a"][0].texts[0].get_text()
+
+
+def _inside(points, box) -> bool:
+    import numpy as np
+
+    points = np.asarray(points, dtype=float).reshape(-1, 2)
+    return bool(np.any((points[:, 0] > box.x0) & (points[:, 0] < box.x1)
+                       & (points[:, 1] > box.y0) & (points[:, 1] < box.y1)))
+
+
+def _dense(vertices, steps: int = 40):
+    """Points along a polyline, ``steps`` per segment (a segment may cross a box with both
+    ends outside it)."""
+    import numpy as np
+
+    vertices = np.asarray(vertices, dtype=float)
+    vertices = vertices[np.isfinite(vertices).all(axis=1)]
+    if len(vertices) < 2:
+        return vertices
+    t = np.linspace(0, 1, steps)[:, None, None]
+    return (vertices[:-1] + t * (vertices[1:] - vertices[:-1])).reshape(-1, 2)
+
+
+def _legend_covers(ax, legend) -> list[str]:
+    """What of the axes' data the legend's box covers: lines (but phase lines), bands,
+    boxes and markers, sampled apart from the figure code's own placement."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+
+    renderer = ax.figure.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    grid = np.stack(np.meshgrid(np.linspace(box.x0, box.x1, 12), np.linspace(box.y0, box.y1, 6)),
+                    axis=-1).reshape(-1, 2)
+    found = []
+    for line in ax.lines:
+        if line.get_gid() != "phase-line" and line.get_visible():
+            path = line.get_transform().transform_path(line.get_path())
+            if _inside(_dense(path.vertices), box):
+                found.append(f"line {line.get_label()}")
+    for collection in ax.collections:
+        if isinstance(collection, PathCollection):
+            points = collection.get_offset_transform().transform(collection.get_offsets())
+            if _inside(points, box):
+                found.append("markers")
+            continue
+        for path in collection.get_paths():
+            path = collection.get_transform().transform_path(path)
+            if _inside(_dense(path.vertices), box) or path.contains_points(grid).any():
+                found.append("band")
+    for patch in ax.patches:
+        path = patch.get_transform().transform_path(patch.get_path())
+        if _inside(_dense(path.vertices), box) or path.contains_points(grid).any():
+            found.append("patch")
+    return found
+
+
+def test_legends_sit_inside_their_axes_off_the_data(drawn):
+    checked = 0
+    for name, (fig, _) in drawn.items():
+        fig.canvas.draw()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            box = legend.get_window_extent(fig.canvas.get_renderer())
+            frame = ax.get_window_extent(fig.canvas.get_renderer())
+            assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 \
+                and box.y1 <= frame.y1, f"{name}: a legend leaves its axes"
+            assert not _legend_covers(ax, legend), (name, ax.get_title(),
+                                                    _legend_covers(ax, legend))
+            checked += 1
+    assert checked >= 8  # figs 1 (2), 2, 4a, 4b (2), 5, 6
+
+
+def test_one_symbol_per_quantity(drawn):
+    """eta is the step size (Figs 1, 2, 4b), alpha Fig 6's entropy level: Fig 6 says no
+    eta, in its figure or its audit rows, and no other figure uses alpha."""
+    for name, (fig, claims) in drawn.items():
+        texts = _texts(fig)
+        if name.startswith("fig6"):
+            assert not [t for t in texts if "eta" in t.replace("beta", "")], name
+            assert not [c.measured for c in claims if " eta " in c.measured], name
+            assert any(r"$\alpha$" in t for t in texts)
+        else:
+            assert not [t for t in texts if "alpha" in t], name
+    assert any(r"step size $\eta$" in t for t in _texts(drawn["fig2"][0]))
+
+
+def test_fig1_legend_speaks_words_not_config_keys(drawn):
+    fig, _ = drawn["fig1"]
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend()
+              for t in ax.get_legend().get_texts()]
+    assert "faded: rewards win 1, loss -1 (another reading)" in labels
+    assert not [label for label in labels if "_" in label], labels
+
+
+def test_too_few_seeds_are_drawn_not_called_a_confidence_interval(drawn, figure_tables):
+    """The tiny tables hold 2 seeds: Fig 6 draws each seed and says there is no CI; Fig 4a
+    from 5 starts has its band, from 3 it would not."""
+    from matplotlib.collections import PolyCollection
+
+    from neurd.config import load_snapshot
+    from neurd.figures import fig4a, style
+    from neurd.tables import read_table
+
+    fig, _ = drawn["fig6"]
+    top = fig.axes[0]
+    assert "mean of 2 seeds, thin: each seed (< 5 seeds: no CI)" in top.get_title()
+    assert not [c for c in top.collections if isinstance(c, PolyCollection)]
+    assert len([line for line in top.lines if line.get_gid() != "phase-line"]) == 2 + 2 * 2
+    assert style.MIN_CI_SAMPLES == 5
+    job = figure_tables.jobs["fig4a"]
+    ci = read_table(figure_tables.folder / job.inputs["ci"])
+    cfg = load_snapshot(figure_tables.folder / job.config)
+    for n, band in ((5, True), (3, False)):
+        fig = fig4a.plot(ci, cfg, n, "figure_test")
+        ax = fig.axes[0]
+        assert bool([c for c in ax.collections if isinstance(c, PolyCollection)]) == band
+        assert ("95% bootstrap CI" in ax.get_title()) == band
+        assert ("no CI: 3 starts are too few (< 5)" in ax.get_title()) == (not band)

@@ -40,22 +40,88 @@ def test_interrupted_write_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
 
 
+def _claim(figure, name, checks, otherwise="fail"):
+    return audit.Claim(figure, name, "says", "measured", "criterion", checks, otherwise)
+
+
 def test_claims_gather(tmp_path):
-    audit.write_audit([audit.Claim("fig9", "a | b", "says", "1.0", "> 0", "pass")],
+    audit.write_audit([_claim("fig9", "a | b", [audit.Check("x", 1.0, ">", 0)])],
                       tmp_path / "fig9.csv")
-    audit.write_audit([audit.Claim("fig8", "c", "says", "2", "< 1", "fail"),
-                       audit.Claim("fig8", "d", "says", "3", "= 2", "differs")],
+    audit.write_audit([_claim("fig8", "c", [audit.Check("y", 2, "<", 1)]),
+                       _claim("fig8", "d", [audit.Check("z", 3, "==", 2)], "differs"),
+                       _claim("fig8", "e", [audit.Check("w", float("nan"), "<", 1)])],
                       tmp_path / "fig8.csv")
-    frame = audit.gather([tmp_path / "fig9.csv", tmp_path / "fig8.csv"], tmp_path / "claims.md")
-    assert list(frame.figure) == ["fig8", "fig8", "fig9"]
+    frame = audit.gather([tmp_path / "fig9.csv", tmp_path / "fig8.csv"], tmp_path / "claims.md",
+                         tmp_path / "claims.html")
+    assert list(frame.figure) == ["fig8", "fig8", "fig8", "fig9"]
+    assert list(frame.verdict) == ["fail", "differs", "unmeasured", "pass"]
     text = (tmp_path / "claims.md").read_text()
-    assert "Totals: pass: 1, fail: 1, differs: 1" in text
+    assert "Totals: pass: 1, fail: 1, differs: 1, tie: 0, unmeasured: 1" in text
     assert "a \\| b" in text and text.index("## fig8") < text.index("## fig9")
+    assert "y: 2 < 1 -> fail" in text and "w: nan < 1 -> unmeasured" in text
+    html = (tmp_path / "claims.html").read_text()
+    for verdict, meaning in audit.MEANINGS.items():  # the headers define every verdict
+        assert f"- **{verdict}**: {meaning}" in text
+        assert f"<dt class='{verdict}'>{verdict}</dt>" in html
+    assert set(audit.MEANINGS) == set(audit.VERDICTS)
 
 
-def test_bad_verdict_refused():
-    with pytest.raises(ValueError, match="verdict"):
-        audit.Claim("f", "c", "p", "m", "c", "maybe")
+def test_a_verdict_is_derived_from_its_checks_never_given():
+    with pytest.raises(TypeError):
+        audit.Claim("f", "c", "p", "m", "c", [audit.Check("x", 1, "<", 2)], "fail", verdict="pass")
+    with pytest.raises(ValueError, match="otherwise"):
+        _claim("f", "c", [audit.Check("x", 1, "<", 2)], "maybe")
+    with pytest.raises(ValueError, match="comparison"):
+        audit.Check("x", 1, "~", 2)
+    with pytest.raises(ValueError, match="';'"):
+        audit.Check("x; y", 1, "<", 2)
+    with pytest.raises(ValueError, match="at least one check"):
+        _claim("f", "c", [])
+
+
+@pytest.mark.parametrize("observed, comparison, threshold, outcome", [
+    (1.0, "<", 2.0, "pass"), (2.0, "<", 2.0, "fail"), (2.0, "<=", 2.0, "pass"),
+    (3.0, ">", 2.0, "pass"), (2.0, ">=", 2.0, "pass"), (2.0, "==", 2.0, "pass"),
+    (0.5, "in", (0.35, 0.65), "pass"), (0.7, "in", (0.35, 0.65), "fail"),
+    ((-2.0, -1.0), audit.TIE_BELOW, 0.0, "pass"), ((1.0, 2.0), audit.TIE_BELOW, 0.0, "fail"),
+    ((-1.0, 2.0), audit.TIE_BELOW, 0.0, "tie"), (0.0, audit.TIE_BELOW, 0.0, "tie"),
+    (float("-inf"), audit.TIE_BELOW, 0.0, "pass"), (float("inf"), audit.TIE_BELOW, 0.0, "fail"),
+    (float("inf") - float("inf"), audit.TIE_BELOW, 0.0, "unmeasured"),
+    (float("inf"), "<", float("inf"), "fail"), (1.0, "<=", float("inf"), "pass"),
+    (1.0, "<", float("nan"), "unmeasured"),
+])
+def test_each_comparison(observed, comparison, threshold, outcome):
+    assert audit.Check("x", observed, comparison, threshold).outcome == outcome
+
+
+def test_a_fail_decides_then_nothing_to_measure_then_a_tie():
+    assert audit.judge(["pass", "tie", "unmeasured", "fail"]) == "fail"
+    assert audit.judge(["pass", "tie", "unmeasured", "fail"], "differs") == "differs"
+    assert audit.judge(["pass", "tie", "unmeasured"]) == "unmeasured"
+    assert audit.judge(["pass", "tie"]) == "tie"
+    assert audit.judge(["pass"]) == "pass"
+
+
+def test_the_audit_file_keeps_every_number_exactly_and_refuses_a_stale_verdict(tmp_path):
+    """A number round-trips bit for bit; a row whose verdict its checks no longer give (an
+    edited file, or one kept from an older criterion) stops the gathering, naming it."""
+    x = 0.1 + 0.2  # 0.30000000000000004: rounding would pass "<= 0.3"
+    claim = _claim("fig9", "c", [audit.Check("x", x, "<=", 0.3),
+                                 audit.paired_check("d", -0.011, 0.018)])
+    assert claim.verdict == "fail"
+    path = tmp_path / "fig9.csv"
+    frame = audit.write_audit([claim], path)
+    checks = audit.row_checks(pd.read_csv(path, dtype=str).iloc[0])
+    assert checks[0].observed == x and checks[1].observed == (-0.011, 0.018)
+    assert "x: 0.30000000000000004 <= 0.3 -> fail" in audit.judged_by(frame.iloc[0])
+    assert "d: [-0.011, 0.018] < (tie: covers) 0 -> tie" in audit.judged_by(frame.iloc[0])
+    path.write_text(path.read_text().replace(",fail\n", ",pass\n"))
+    with pytest.raises(ValueError, match=r"fig9.csv: claim 'c' says 'pass' but its checks "
+                                         r"give 'fail'"):
+        audit.gather([path], tmp_path / "claims.md")
+    path.write_text("figure,claim,verdict\nfig9,c,pass\n")
+    with pytest.raises(ValueError, match="fig9.csv: audit tables must have columns"):
+        audit.gather([path], tmp_path / "claims.md")
 
 
 def test_provenance_records_everything():

@@ -47,7 +47,7 @@ def _figure(args) -> None:
     if missing:
         raise SystemExit(f"figure {name} needs --input for {missing}")
     with float64():  # the audit's arithmetic on the float64 tables
-        fig, claims = module.make(tables, load_snapshot(args.config), name)
+        fig, claims = module.make(tables, load_snapshot(args.config), name, scale=args.scale)
     claims = [dataclasses.replace(claim, figure=name) for claim in claims]
     style.save(fig, args.png, args.pdf)
     frame = write_audit(claims, args.audit)
@@ -71,6 +71,15 @@ def _provenance(args) -> None:
     write_json(args.out, record)
     if args.html:
         write_html(record, args.html)
+
+
+def _config_snapshot(args) -> None:
+    import json
+
+    from neurd.tables import write_json
+
+    write_json(args.out, json.loads(args.json))
+    log.info("wrote %s", args.out)
 
 
 def _check_config(args) -> None:
@@ -103,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")
     p.add_argument("module", choices=FIGURES, help="the figure's module in neurd.figures")
     p.add_argument("--name", help="the figure's name (default: the module's), e.g. fig4b_kuhn")
+    p.add_argument("--scale", default=None,
+                   help="the config's scale, said on the figure (e.g. default)")
     p.add_argument("--config", required=True, help="config snapshot of the figure's section")
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
                    help="an input table (repeat); names as the figure module's INPUTS")
@@ -116,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", default=None, help="output: the same as an HTML page")
     p.add_argument("audits", nargs="+")
     p.set_defaults(func=_audit_gather)
+
+    p = sub.add_parser("config-snapshot",
+                       help="write a config snapshot (the rule config_snapshot's step)")
+    p.add_argument("--out", required=True, help="output: results/config/<section>.json")
+    p.add_argument("json", help="the snapshot as JSON text")
+    p.set_defaults(func=_config_snapshot)
 
     p = sub.add_parser("check-config",
                        help="check config files as the Snakefile would, before a run")

@@ -158,29 +158,49 @@ def write_html(record: Mapping, path: str | os.PathLike) -> None:
     git = record["git"]
     steps = record.get("runtimes", [])
     total = sum(r["seconds"] for r in steps)
+    config, hashes = record["config"], record["section_hashes"]
+
+    def folded(name, value, note=""):
+        body = escape(json.dumps(value, indent=2, sort_keys=True))
+        return (f"<details><summary><code>{escape(name)}</code>{escape(note)}</summary>"
+                f"<pre>{body}</pre></details>")
+
+    # The config last, folded: a section per line, opened on a click.
+    sections = [folded(k, v, f" (hash {hashes[k]})" if k in hashes else "")
+                for k, v in config.items() if isinstance(v, dict)]
+    scalars = {k: v for k, v in config.items() if not isinstance(v, dict)}
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Provenance</title>",
         "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;"
         "margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-        "th{background:#f0f0f0}pre{background:#f7f7f7;padding:1em}</style></head><body>",
+        "th{background:#f0f0f0}pre{background:#f7f7f7;padding:1em}"
+        "details{margin:0.3em 0}summary{cursor:pointer}</style></head><body>",
         "<h1>Provenance</h1>",
         f"<p>Made {escape(str(record['created_utc']))} by neurd "
         f"{escape(str(record.get('version')))} at git revision "
         f"<code>{escape(str(git['commit']))}</code>"
         + (" (with uncommitted changes)" if git.get("dirty") else "") + ", scale "
-        f"<b>{escape(str(record['config'].get('scale')))}</b>, seed {record['seed']}.</p>",
-        "<h2>Config</h2>", table([["whole config", record["config_hash"]]]
-                                 + [[k, v] for k, v in record["section_hashes"].items()],
-                                 ["section", "hash (first 16 hex of SHA-256)"]),
-        f"<pre>{escape(json.dumps(record['config'], indent=2, sort_keys=True))}</pre>",
-        "<h2>Packages</h2>", table(sorted(record["packages"].items()), ["package", "version"]),
-        "<h2>Machine</h2>", table(sorted((k, v) for k, v in record["machine"].items()),
-                                  ["", ""]),
+        f"<b>{escape(str(config.get('scale')))}</b>, seed {record['seed']}, config hash "
+        f"<code>{escape(str(record['config_hash']))}</code>. Every table's metadata records "
+        "the hash of the config section it was computed from (below, with each section).</p>",
+        "<p>On this page: <a href='#runtimes'>runtime of every step</a>, "
+        "<a href='#packages'>packages</a>, <a href='#machine'>machine</a>, "
+        "<a href='#config'>config</a>.</p>",
         f"<h2 id='runtimes'>Runtime of every step</h2><p>{len(steps)} steps, {total:.0f} s of "
         "wall time in all (Snakemake's benchmark files, <code>results/benchmarks/</code>).</p>",
         table([[r["step"], f"{r['seconds']:.1f}",
                 "" if r["max_rss_mb"] is None else f"{r['max_rss_mb']:.0f}"] for r in steps],
               ["step", "wall time (s)", "peak memory (MB)"]),
+        "<h2 id='packages'>Packages</h2>",
+        table(sorted(record["packages"].items()), ["package", "version"]),
+        "<h2 id='machine'>Machine</h2>",
+        table(sorted((k, v) for k, v in record["machine"].items()), ["", ""]),
+        "<h2 id='config'>Config</h2>",
+        "<p>" + ", ".join(f"{escape(k)}: <code>{escape(str(v))}</code>"
+                          for k, v in sorted(scalars.items())) + ". Each section folded "
+        "(click to open), with the hash its tables record:</p>",
+        *sections,
+        folded("the whole config", config, f" (hash {record['config_hash']})"),
         "</body></html>",
     ]
     write_text(path, "\n".join(parts) + "\n")

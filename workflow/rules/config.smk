@@ -1,13 +1,17 @@
 # The config snapshots every step computes from.
+import json
+
 from neurd.stages import snapshot
-from neurd.tables import write_json
 
 
 rule config_snapshot:
     """The validated config section a step computes from, with the seed: the --config
     file of every command-line step (rerun by hand from it).  A stage's settings that
     change no number (neural.checkpoint_minutes, throughput, gpus_per_job) are left out,
-    so changing them reruns nothing; the rules pass them from the config."""
+    so changing them reruns nothing; the rules pass them from the config.  A `neurd`
+    command as every step, not a `run:` block: Snakemake's local executor starts a job
+    before it writes the job's start marker, and a `run:` block this short finished
+    first, so the report recorded a negative runtime for it."""
     output:
         res("config/{section}.json"),
     log:
@@ -15,14 +19,15 @@ rule config_snapshot:
     wildcard_constraints:
         section="|".join(["all", *SECTIONS]),
     localrule: True
+    conda:
+        CONDA_ENV
     params:
-        cfg=lambda wildcards: (
-            config if wildcards.section == "all" else snapshot(config, wildcards.section)
+        cfg=lambda wildcards: json.dumps(
+            config if wildcards.section == "all" else snapshot(config, wildcards.section),
+            sort_keys=True,
         ),
-    run:
-        write_json(output[0], params.cfg)
-        with open(log[0], "w") as handle:
-            print(f"wrote {output[0]}", file=handle)
+    shell:
+        "neurd config-snapshot --out {output} {params.cfg:q} > {log} 2>&1"
 
 
 DOCUMENTED += expand(res("config/{section}.json"), section=["all", *SECTIONS])

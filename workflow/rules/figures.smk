@@ -1,9 +1,16 @@
+from neurd.figures import report_label
+
 # The figures, generated from each figure module's declared INPUTS; the claims
-# audit of all figures; the provenance of the run.
+# audit of all figures; the provenance of the run; the report's landing page.
+
+
+report: "../report/workflow.rst"
 
 
 # One rule per figure module (fig4b draws one figure per game); the rule's
 # {figure} wildcard names the figure, and its report caption shows it.
+
+
 for module in sorted({job.module for job in FIGURE_JOBS.values()}):
 
     rule:
@@ -21,6 +28,10 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
                 res("figures/{figure}.png"),
                 caption=f"../report/{module}.rst",
                 category="Figures",
+                labels=lambda wildcards: {
+                    "figure": report_label(wildcards.figure),
+                    "file": f"{wildcards.figure}.png",
+                },
             ),
             pdf=res("figures/{figure}.pdf"),
             audit=res("audit/{figure}.csv"),
@@ -38,12 +49,14 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
             runtime=10,
         params:
             module=module,
+            scale=config["scale"],
             inputs=lambda wildcards: " ".join(
                 f"--input {name}={path}"
                 for name, path in FIGURE_JOBS[wildcards.figure].inputs.items()
             ),
         shell:
-            "neurd figure {params.module} --name {wildcards.figure} --config {input.cfg}"
+            "neurd figure {params.module} --name {wildcards.figure} --scale {params.scale:q}"
+            " --config {input.cfg}"
             " {params.inputs} --png {output.png} --pdf {output.pdf} --audit {output.audit}"
             " > {log} 2>&1"
 

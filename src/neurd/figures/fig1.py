@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import IN, Check, Claim, fmt
 from neurd.figures import style
 from neurd.matrix_games import matching_pennies_utilities
 from neurd.names import HEDGE, SPG
@@ -20,6 +20,9 @@ from neurd.stats import loglog_slope
 
 FIGURE = "fig1"
 CURVES = [(SPG, False), (SPG, True), (HEDGE, False), (HEDGE, True)]
+# The values of playing H or T per round, -0.2 and 0.2, are sums of win/loss over T rounds:
+# equal to them up to float rounding (numpy.allclose's default tolerance at 0.2).
+VALUE_TOLERANCE = 1e-8 + 1e-5 * 0.2
 
 
 def _label(algorithm: str, forfeit: bool) -> str:
@@ -45,7 +48,15 @@ def _rewards(cfg: Mapping) -> str:
     return f"win {r['win']:g}, loss {r['loss']:g}"
 
 
-def plot(tuned: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping):
+def scale_text(cfg: Mapping) -> str:
+    """The sizes Fig 1 was computed at (the paper states neither its horizons nor its grid)."""
+    horizons, steps = sorted(cfg["horizons"]), cfg["step_sizes"]
+    return (f"horizons T = {style.size(horizons[0])} .. {style.size(horizons[-1])} "
+            f"({len(horizons)} values), {steps['num']} step sizes {steps['min']:g} .. "
+            f"{steps['max']:g} per T (the paper states neither)")
+
+
+def plot(tuned: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, scale: str | None = None):
     import matplotlib.pyplot as plt
 
     style.setup()
@@ -61,14 +72,14 @@ def plot(tuned: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping):
                  .replace("-0.00", "0.00"),
                  **kw)
     # The other readings of the rewards: the lowest regret per horizon, thin and faded.
-    for name, table in readings.groupby("reading", sort=False):
+    for _, table in readings.groupby("reading", sort=False):
         r = table.iloc[0]
         best = table.groupby(["algorithm", "forfeit", "horizon"]).regret.min().reset_index()
         for algorithm, forfeit in CURVES:
             c = best[(best.algorithm == algorithm) & (best.forfeit == forfeit)]
             log.plot(c.horizon, c.regret, color=style.PALETTE[algorithm], alpha=0.45,
                      linewidth=0.9, linestyle="-" if forfeit else ":",
-                     label=f"win {r.win:g}, loss {r.loss:g} ({name})"
+                     label=f"faded: rewards win {r.win:g}, loss {r.loss:g} (another reading)"
                      if (algorithm, forfeit) == CURVES[0] else None)
     spg_f = _curve(tuned, SPG, True)
     a, b, r2 = linear_fit(spg_f.horizon, spg_f.regret)
@@ -76,13 +87,14 @@ def plot(tuned: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping):
     lin.plot(t, a * t + b, "k--", linewidth=1, label=f"least-squares fit: {a:.3f} T + {b:.1f}")
     lin.set(xlabel="horizon T (rounds)", ylabel="regret $R_T$ (tuned step size)",
             title=f"Repeated matching pennies (rewards {_rewards(cfg)})")
-    lin.legend(fontsize=8)
     log.set(xscale="log", yscale="log", xlabel="horizon T (rounds)",
             ylabel="regret $R_T$ (tuned step size)",
             title=f"log-log; slopes fitted for T >= {cfg['fit_min_horizon']};\n"
                   "faded: the other reward reading")
-    log.legend(fontsize=7)
+    style.scale_note(fig, scale, scale_text(cfg))
     fig.tight_layout()
+    style.place_legend(lin, fontsize=8)
+    style.place_legend(log, fontsize=7)
     return fig
 
 
@@ -98,13 +110,15 @@ def _slope_claim(tuned, cfg, algorithm, forfeit, claim, paper_says, low, high) -
     curve = _curve(tuned, algorithm, forfeit)
     c = curve[curve.horizon >= cfg["fit_min_horizon"]]
     slope = loglog_slope(c.horizon, c.regret)
-    ok = low <= slope <= high
-    evidence = "" if ok else f"; slope between consecutive horizons {local_slopes(curve)}"
+    check = Check(f"log-log slope of the tuned regret over T >= {cfg['fit_min_horizon']}",
+                  slope, IN, (low, high))
+    evidence = ("" if check.outcome == "pass"
+                else f"; slope between consecutive horizons {local_slopes(curve)}")
     return Claim(
         FIGURE, claim, paper_says,
         f"log-log slope {fmt(slope)} over T in [{c.horizon.min()}, {c.horizon.max()}]; "
         f"regret {fmt(c.regret.iloc[0])} -> {fmt(c.regret.iloc[-1])}{evidence}",
-        f"slope in [{low}, {high}]", verdict(ok),
+        f"slope in [{low}, {high}]", (check,),
     )
 
 
@@ -121,7 +135,8 @@ def _grid_claim(tuned: pd.DataFrame, sweep: pd.DataFrame, cfg: Mapping) -> Claim
         f"in [{fmt(fitted.step_size.min())}, {fmt(fitted.step_size.max())}]"
         + (f"; at the edge: {where}" if len(edge) else ""),
         "no tuned step size at an end of the grid (else the tuning is cut short)",
-        verdict(edge.empty),
+        (Check(f"tuned SPG step sizes (T >= {cfg['fit_min_horizon']}) at an end of the grid",
+               len(edge), "==", 0),),
     )
 
 
@@ -130,7 +145,6 @@ def _hedge_bound_claim(table: pd.DataFrame, reading: str) -> Claim:
     largest = hedge[hedge.step_size == hedge.step_size.max()]
     worst = float(largest.regret.max())
     best_tuned = float(hedge.groupby("horizon").regret.min().max())
-    ok = worst <= 1.0 + 1e-9
     return Claim(
         FIGURE,
         f"Hedge regret is at most 1 for every T with a large step size ({reading})",
@@ -138,7 +152,9 @@ def _hedge_bound_claim(table: pd.DataFrame, reading: str) -> Claim:
         "simply choosing a large step size'",
         f"max over T of regret at the largest step size {fmt(largest.step_size.iloc[0])}: "
         f"{fmt(worst, 6)}; tuned per T: at most {fmt(best_tuned, 6)}",
-        "regret <= 1 at every horizon", verdict(ok, "differs"), worst, reading,
+        "regret <= 1 at every horizon (to 1e-9, the float tolerance)",
+        (Check("largest regret over T at the largest step size", worst, "<=", 1.0 + 1e-9),),
+        "differs", worst, reading,
     )
 
 
@@ -163,14 +179,14 @@ def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame,
         FIGURE, "the dashed line is a linear least-squares fit of SPG-with-forfeit regret",
         "caption: 'The dashed line is a linear least-squares fit'",
         f"regret = {fmt(a, 4)} T + {fmt(b, 4)}, R^2 = {fmt(r2, 5)}", "R^2 >= 0.99",
-        verdict(r2 >= 0.99),
+        (Check("R^2 of the least-squares line", r2, ">=", 0.99),),
     ))
     # The stated values of the fixed pure strategies, from the game itself, under the
     # default rewards and every other reading: the text's numbers hold for +1/-1.
     horizons = np.asarray(sorted(cfg["horizons"]))
     from neurd.regret import switch_rounds
 
-    parts, exact = [], False
+    parts, deviations = [], []
     for rewards in [cfg["rewards"], *cfg["alternative_rewards"]]:
         values = []
         for h, s in zip(horizons, switch_rounds(horizons, cfg["switch_fraction"])):
@@ -178,7 +194,7 @@ def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame,
                                                       rewards["win"], rewards["loss"]))
             values.append(u.sum(axis=0) / h)
         values = np.array(values)
-        exact |= bool(np.allclose(values, [[-0.2, 0.2]]))
+        deviations.append(float(np.max(np.abs(values - [[-0.2, 0.2]]))))
         parts.append(f"win={rewards['win']:g}, loss={rewards['loss']:g}: H "
                      f"{fmt(values[:, 0].min())}T..{fmt(values[:, 0].max())}T, T "
                      f"{fmt(values[:, 1].min())}T..{fmt(values[:, 1].max())}T")
@@ -187,7 +203,10 @@ def claims(sweep: pd.DataFrame, tuned: pd.DataFrame, readings: pd.DataFrame,
         "Section 1.1: 'Playing H over T-rounds achieves a value of -0.2T, while playing T "
         "achieves 0.2T' (with the text's rewards +1/-1)",
         "; ".join(parts),
-        "equal to -0.2T and 0.2T at every horizon under one of the readings", verdict(exact),
+        f"equal to -0.2T and 0.2T at every horizon under one of the readings (to "
+        f"{VALUE_TOLERANCE:g} T)",
+        (Check("smallest over the readings of the largest |value / T - (-0.2, 0.2)| over the "
+               "horizons", min(deviations), "<=", VALUE_TOLERANCE),),
     ))
     rows.append(_hedge_bound_claim(sweep, f"default rewards win={win:g}, loss={loss:g}"))
     for name, table in readings.groupby("reading", sort=False):
@@ -203,7 +222,9 @@ INPUTS = {
 }
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
-    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
-    return (plot(tables["tuned"], tables["readings"], cfg),
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
+         scale: str | None = None):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's;
+    ``scale``: the config's, said on the figure)."""
+    return (plot(tables["tuned"], tables["readings"], cfg, scale),
             claims(tables["sweep"], tables["tuned"], tables["readings"], cfg))

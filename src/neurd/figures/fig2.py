@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import Check, Claim, fmt
 from neurd.figures import style
 from neurd.names import HEDGE, NEURD, SPG
 from neurd.regret import switch_rounds
@@ -24,7 +24,19 @@ ACTION_LINES = {"H": dict(linestyle="-", linewidth=1.6),
                 "F": dict(linestyle=":", linewidth=2.6, zorder=2)}
 
 
-def plot(trajectories: pd.DataFrame, cfg: Mapping):
+PAPER_HORIZON, PAPER_STEP_SIZE = 100, 0.21  # "T = 100", "eta = 0.21" (Fig 2's caption)
+
+
+def scale_text(cfg: Mapping) -> str:
+    """Fig 2's setting against the paper's caption."""
+    fig2 = cfg["figure2"]
+    same = fig2["horizon"] == PAPER_HORIZON and fig2["step_size"] == PAPER_STEP_SIZE
+    return (f"T = {fig2['horizon']} rounds, step size $\\eta$ = {fig2['step_size']:g}"
+            + (" (the paper's)" if same else
+               f" (the paper: T = {PAPER_HORIZON}, $\\eta$ = {PAPER_STEP_SIZE:g})"))
+
+
+def plot(trajectories: pd.DataFrame, cfg: Mapping, scale: str | None = None):
     import matplotlib.pyplot as plt
 
     style.setup()
@@ -43,10 +55,10 @@ def plot(trajectories: pd.DataFrame, cfg: Mapping):
                         color=style.ACTION_PALETTE[action],
                         label={"H": "Heads", "T": "Tails", "F": "Forfeit"}[action],
                         **ACTION_LINES[action])
-            ax.axvline(switch, color="black", linestyle="--", linewidth=1,
+            ax.axvline(switch, color="black", linestyle="--", linewidth=1, gid="phase-line",
                        label=f"odd player switches (round {switch})")
             title = {(SPG, "logit"): "SPG: logits ($y + \\eta\\,\\pi A$), centred",
-                     (HEDGE, "logit"): "Hedge (= NeuRD): logits ($\\eta \\sum_t u_t$), "
+                     (HEDGE, "logit"): "Hedge (= NeuRD): logits ($\\eta\\,\\Sigma_t u_t$), "
                                        "centred"}.get(
                 (algorithm, value), f"{style.LABELS[algorithm]}: policy")
             ax.set(ylabel=label, title=title)
@@ -54,12 +66,13 @@ def plot(trajectories: pd.DataFrame, cfg: Mapping):
                 ax.set_ylim(-0.02, 1.02)
             if row == 1:
                 ax.set_xlabel("round")
-    axes[0, 0].legend(fontsize=8)
     rewards = cfg["rewards"]
     fig.suptitle(f"Matching pennies with forfeit, T = {fig2['horizon']}, "
                  f"step size $\\eta$ = {fig2['step_size']}, rewards win {rewards['win']:g}, "
                  f"loss {rewards['loss']:g}", y=1.0)
+    style.scale_note(fig, scale, scale_text(cfg))
     fig.tight_layout()
+    style.place_legend(axes[0, 0], fontsize=8)
     return fig
 
 
@@ -89,7 +102,10 @@ def _tuned_step_claim(table: pd.DataFrame, cfg: Mapping, reading: str) -> Claim:
     stated = fig2["step_size"]
     at_stated = rows.loc[(np.log10(rows.step_size / stated)).abs().idxmin()]
     # The paper gives two significant digits: the optimum must round to it.
-    ok = inside and float(f"{optimum:.2g}") == float(f"{stated:.2g}")
+    checks = (Check("optimum strictly inside the step-size grid (1: yes, 0: at an end)",
+                    float(inside), "==", 1),
+              Check("optimum at two significant digits", float(f"{optimum:.2g}"), "==",
+                    float(f"{stated:.2g}")))
     return Claim(
         FIGURE,
         f"eta = {stated} minimises SPG's regret at T = {fig2['horizon']} ({reading})",
@@ -97,8 +113,8 @@ def _tuned_step_claim(table: pd.DataFrame, cfg: Mapping, reading: str) -> Claim:
         f"optimum eta = {fmt(optimum, 4)} (grid minimum refined by a parabola in log eta"
         f"{'' if inside else '; at the edge of the grid'}), regret {fmt(rows.regret.min(), 5)}; "
         f"regret at eta = {fmt(at_stated.step_size, 3)}: {fmt(at_stated.regret, 5)}",
-        f"optimum rounds to {stated} at two significant digits",
-        verdict(ok, "differs"), optimum, reading,
+        f"optimum strictly inside the grid and rounds to {stated} at two significant digits",
+        checks, "differs", optimum, reading,
     )
 
 
@@ -114,12 +130,16 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
 
     cross = {a: _crossing(_wide(trajectories, a, "probability"), switch) for a in (SPG, HEDGE)}
     delay = {a: (c - switch if c is not None else None) for a, c in cross.items()}
-    spg_slower = delay[HEDGE] is not None and (delay[SPG] is None or delay[SPG] > delay[HEDGE])
+    rounds = {a: float("inf") if d is None else float(d) for a, d in delay.items()}
     rows.append(Claim(
         FIGURE, "SPG reacts more slowly than Hedge to the switch",
         "'SPG reacts slower' (different logit slopes after the switch)",
         f"rounds after the switch until P(T) > P(H): Hedge {delay[HEDGE]}, SPG {delay[SPG]}",
-        "SPG's delay is longer than Hedge's (or SPG never switches)", verdict(spg_slower),
+        "Hedge switches (its delay is finite) and SPG's delay is longer than Hedge's (or SPG "
+        "never switches: inf)",
+        (Check("Hedge's delay (rounds after the switch until P(T) > P(H), inf: never)",
+               rounds[HEDGE], "<", float("inf")),
+         Check("SPG's delay (Hedge's: the threshold)", rounds[SPG], ">", rounds[HEDGE])),
     ))
     if not fig2["forfeit"]:
         return rows
@@ -131,7 +151,7 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         "Statement 1: Hedge, discrete-time RD and single-state all-actions tabular NeuRD "
         "are equivalent",
         f"largest |pi_Hedge - pi_NeuRD| over the {len(probs[HEDGE]) - 1} rounds: {fmt(difference)}",
-        "<= 1e-12", verdict(difference <= 1e-12),
+        "<= 1e-12", (Check("largest |pi_Hedge - pi_NeuRD|", difference, "<=", 1e-12),),
     ))
 
     logits = {a: centred(_wide(trajectories, a, "logit")) for a in (SPG, HEDGE, NEURD)}
@@ -144,8 +164,11 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         f"mean change of the centred F logit (F's logit minus the mean logit) per round after "
         f"the switch: Hedge {fmt(rate[HEDGE])}, SPG {fmt(rate[SPG])}, NeuRD (y + eta*A, the "
         f"same policy as Hedge) {fmt(rate[NEURD])}",
-        "both negative and SPG's at most a tenth of Hedge's",
-        verdict(rate[HEDGE] < 0 and rate[SPG] < 0 and abs(rate[SPG]) <= 0.1 * abs(rate[HEDGE])),
+        "both negative and SPG's at most a tenth of Hedge's (in absolute value)",
+        (Check("Hedge's change per round", rate[HEDGE], "<", 0),
+         Check("SPG's change per round", rate[SPG], "<", 0),
+         Check("|SPG's change per round| (threshold: a tenth of Hedge's)", abs(rate[SPG]), "<=",
+               0.1 * abs(rate[HEDGE]))),
     ))
     gap = {a: v.max(axis=1) - v.min(axis=1) for a, v in logits.items() if a != NEURD}
     # Until the round before T overtakes H: from then on T holds the largest logit.
@@ -157,7 +180,9 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         "'maintaining a constant logit gap until T becomes the preferred action'",
         f"largest change of Hedge's logit gap over rounds {switch}..{end}: {fmt(drift)} "
         f"(gap {fmt(hedge_window.iloc[0])})",
-        "change <= 1e-9 * gap", verdict(drift <= 1e-9 * max(1.0, hedge_window.iloc[0])),
+        "change <= 1e-9 x the gap (at least 1e-9)",
+        (Check("largest change of Hedge's logit gap (threshold: 1e-9 x max(1, gap))", drift,
+               "<=", 1e-9 * max(1.0, hedge_window.iloc[0])),),
     ))
     spg_gap = gap[SPG]
     rows.append(Claim(
@@ -165,7 +190,9 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         "'This decreases the logit gap (i.e., the range between largest and smallest logit)'",
         f"SPG logit gap at the switch {fmt(spg_gap.loc[switch])}, at the end "
         f"{fmt(spg_gap.iloc[-1])}",
-        "gap at the end < gap at the switch", verdict(spg_gap.iloc[-1] < spg_gap.loc[switch]),
+        "gap at the end < gap at the switch",
+        (Check("SPG's logit gap at the end (threshold: at the switch)", spg_gap.iloc[-1], "<",
+               spg_gap.loc[switch]),),
     ))
     return rows
 
@@ -177,7 +204,9 @@ INPUTS = {
 }
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
-    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
-    return (plot(tables["trajectories"], cfg),
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
+         scale: str | None = None):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's;
+    ``scale``: the config's, said on the figure)."""
+    return (plot(tables["trajectories"], cfg, scale),
             claims(tables["trajectories"], tables["sweep"], tables["readings"], cfg))

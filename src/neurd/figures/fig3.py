@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import Check, Claim, fmt
 from neurd.figures import style
 from neurd.names import NEURD, SPG
 
@@ -124,7 +124,14 @@ def _ratio_panel(fig, ax, speed: pd.DataFrame, nash: pd.DataFrame) -> None:
     bar.ax.tick_params(labelsize=7)
 
 
-def plot(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
+def scale_text(cfg: Mapping) -> str:
+    """The times Fig 3 integrates over (the paper states none)."""
+    portraits = cfg["portraits"]
+    return (f"flows (a, b) over t <= {portraits['flow_time']:g}, time averages (c, d) over "
+            f"t <= {portraits['average_time']:g} (the paper states no times)")
+
+
+def plot(tables: Mapping[str, pd.DataFrame], cfg: Mapping, scale: str | None = None):
     import matplotlib.pyplot as plt
     import mpltern  # noqa: F401  (registers the "ternary" projection)
 
@@ -141,6 +148,7 @@ def plot(tables: Mapping[str, pd.DataFrame], cfg: Mapping):
                frameon=False, bbox_to_anchor=(0.83, 0.27))
     fig.subplots_adjust(wspace=0.45, hspace=0.15, left=0.04, right=0.93, top=0.93,
                         bottom=0.05)
+    style.scale_note(fig, scale, scale_text(cfg))
     return fig
 
 
@@ -149,7 +157,7 @@ def _legend_handles():
 
     return [
         Line2D([], [], marker="*", color="gold", markeredgecolor="black", markersize=11,
-               linestyle="none", label="Nash (1, nu, 1)/(nu + 2)"),
+               linestyle="none", label=r"Nash $(1, \nu, 1)/(\nu + 2)$"),
         Line2D([], [], marker="o", color="0.3", markersize=4, linestyle="none",
                label="initial policy"),
         Line2D([], [], color="0.3", linewidth=1.2, label=r"(a, b) policy $\pi(t)$"),
@@ -198,8 +206,6 @@ def _cycle_claim(flows, nash) -> list[Claim]:
             else:
                 spg_change.append(kl[-1] / kl[0] - 1.0)
     t_end = flows[flows.panel == "a"].time.max()
-    closed = max(drift) <= RD_DRIFT_TOL
-    circling = min(abs(t) for t in turns["a"] + turns["b"]) >= 1.0
     return [
         Claim(FIGURE, "RD trajectories in RPS cycle around the Nash (closed orbits)",
               "'The game is intransitive, thus resulting in trajectories that cycle around "
@@ -207,13 +213,18 @@ def _cycle_claim(flows, nash) -> list[Claim]:
               f"nu={nu:g}, t<={t_end:g}: RD turns around Nash "
               f"{', '.join(fmt(t, 3) for t in turns['a'])}; max relative drift of KL(x*||pi) "
               f"{fmt(max(drift), 2)}", f"every orbit turns >= 1 and KL drift <= {RD_DRIFT_TOL}",
-              verdict(closed and min(abs(t) for t in turns["a"]) >= 1.0)),
+              (Check("largest relative drift of KL(x*||pi) on an RD orbit", max(drift), "<=",
+                     RD_DRIFT_TOL),
+               Check("fewest turns of an RD orbit around the Nash",
+                     min(abs(t) for t in turns["a"]), ">=", 1.0))),
         Claim(FIGURE, "SPG trajectories in RPS also circle the Nash",
               "Fig 3b shows the SPG flow in RPS beside RD's",
               f"SPG turns {', '.join(fmt(t, 3) for t in turns['b'])}; KL(x*||pi) changes by "
               f"{', '.join(f'{100 * c:+.1f}%' for c in spg_change)} over t<={t_end:g} "
               "(RD's constant of motion is not SPG's)",
-              "every SPG trajectory turns >= 1 around the Nash", verdict(circling)),
+              "every SPG trajectory turns >= 1 around the Nash",
+              (Check("fewest turns of an SPG trajectory around the Nash",
+                     min(abs(t) for t in turns["b"]), ">=", 1.0),)),
     ]
 
 
@@ -235,8 +246,6 @@ def _average_claims(flows, nash) -> list[Claim]:
     interior = bool(rows.unique.iloc[0]) and bool(np.all(rows.closed_form > 0))
     rd, rd_before, _, t_end = _end_distances(flows, "c", x)
     spg, spg_before, spg_points, _ = _end_distances(flows, "d", x)
-    rd_ok = interior and rd.max() <= RD_AVERAGE_TOL and np.all(rd <= SHRINK * rd_before)
-    spg_ok = spg.min() >= SEPARATION * rd.max() and np.all(spg > SHRINK * spg_before)
     return [
         Claim(FIGURE, "RD time averages converge to the interior Nash (biased RPS)",
               "'The time-averaged trajectories of RD converge to interior Nash equilibria in "
@@ -245,7 +254,12 @@ def _average_claims(flows, nash) -> list[Claim]:
               f"||pibar(T)-x*|| at T={t_end:g}: {', '.join(fmt(d) for d in rd)}; at T/10: "
               f"{', '.join(fmt(d) for d in rd_before)}",
               f"unique interior Nash; every distance <= {RD_AVERAGE_TOL} at T and <= "
-              f"{SHRINK} x its value at T/10", verdict(rd_ok)),
+              f"{SHRINK} x its value at T/10",
+              (Check("unique interior Nash (1: yes, 0: no)", float(interior), "==", 1),
+               Check("largest distance of an RD time average to the Nash at T", rd.max(), "<=",
+                     RD_AVERAGE_TOL),
+               Check("largest ratio of an RD distance at T to its value at T/10",
+                     float(np.max(rd / rd_before)), "<=", SHRINK))),
         Claim(FIGURE, "SPG time averages do not converge to the Nash (biased RPS)",
               "'even in this simple game, SPG does not converge to Nash in the time-average' "
               "(Fig 3d)",
@@ -253,7 +267,11 @@ def _average_claims(flows, nash) -> list[Claim]:
               f"{', '.join(fmt(d) for d in spg_before)}); mean end point "
               f"{np.round(spg_points.mean(axis=0), 3).tolist()}",
               f"every SPG distance >= {SEPARATION:g} x RD's largest ({fmt(rd.max())}) and above "
-              f"{SHRINK} x its value at T/10", verdict(spg_ok)),
+              f"{SHRINK} x its value at T/10",
+              (Check(f"smallest SPG distance at T (threshold: {SEPARATION:g} x RD's largest)",
+                     spg.min(), ">=", SEPARATION * rd.max()),
+               Check("smallest ratio of an SPG distance at T to its value at T/10",
+                     float(np.min(spg / spg_before)), ">", SHRINK))),
     ]
 
 
@@ -262,7 +280,6 @@ def _ratio_claim(speed: pd.DataFrame) -> Claim:
     top = data[["rock", "paper", "scissors"]].max(axis=1)
     near_vertex = data.ratio[top >= VERTEX]
     centre = data.ratio[top <= CENTRE]
-    ok = near_vertex.median() >= 2.0 * centre.median()
     return Claim(
         FIGURE, "the RD/PG speed ratio grows near the simplex vertices",
         "'The differences in updates are compounded near the simplex vertices, where a single "
@@ -271,7 +288,9 @@ def _ratio_claim(speed: pd.DataFrame) -> Claim:
         f"pi >= {VERTEX} ({len(near_vertex)} points) vs {fmt(centre.median())} where max pi <= "
         f"{CENTRE} ({len(centre)} points); ratio over the simplex {fmt(data.ratio.min())} .. "
         f"{fmt(data.ratio.max())} (PG never faster: {bool(data.ratio.min() > 1)})",
-        "median near the vertices >= 2 x median in the centre", verdict(ok),
+        "median near the vertices >= 2 x median in the centre",
+        (Check("median ratio near the vertices (threshold: 2 x the centre's)",
+               float(near_vertex.median()), ">=", 2.0 * float(centre.median())),),
     )
 
 
@@ -281,6 +300,8 @@ def claims(tables: Mapping[str, pd.DataFrame]) -> list[Claim]:
             _ratio_claim(tables["speed"])]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
-    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
-    return plot(tables, cfg), claims(tables)
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
+         scale: str | None = None):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's;
+    ``scale``: the config's, said on the figure)."""
+    return plot(tables, cfg, scale), claims(tables)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import Check, Claim, fmt
 from neurd.figures import style
 from neurd.names import NEURD, SPG
 from neurd.stats import first_crossing, loglog_slope
@@ -35,11 +35,24 @@ LEVELS = (0.5, 0.1)          # "faster": first iteration at these fractions of t
 STUCK = 1.0                  # a trajectory whose final NashConv exceeds this has not converged
 
 
+# The paper's sizes (Fig 4a's text): 100 starts, 1000 bootstrap resamples, dt = 0.1.
+PAPER_STARTS, PAPER_RESAMPLES, PAPER_DT = 100, 1000, 0.1
+
+
+def scale_text(cfg: Mapping, n_trajectories: int, iterations: int) -> str:
+    """Fig 4a's sizes against the paper's (it does not state the number of iterations)."""
+    return (f"{style.versus(n_trajectories, PAPER_STARTS, 'starts')}, "
+            f"{style.versus(cfg['bootstrap']['resamples'], PAPER_RESAMPLES, 'resamples')}, "
+            f"dt = {cfg['dt']:g}" + (" (the paper's)" if cfg["dt"] == PAPER_DT else
+                                      f" (the paper's: {PAPER_DT:g})")
+            + f", {style.size(iterations)} iterations (the paper states none)")
+
+
 def _curve(ci: pd.DataFrame, algorithm: str) -> pd.DataFrame:
     return ci[ci.algorithm == algorithm].sort_values("iteration")
 
 
-def plot(ci: pd.DataFrame, cfg: Mapping, n_trajectories: int):
+def plot(ci: pd.DataFrame, cfg: Mapping, n_trajectories: int, scale: str | None = None):
     import matplotlib.pyplot as plt
 
     style.setup()
@@ -48,16 +61,17 @@ def plot(ci: pd.DataFrame, cfg: Mapping, n_trajectories: int):
         c = _curve(ci, algorithm)
         color = style.PALETTE[algorithm]
         ax.plot(c.iteration, c["mean"], color=color, label=style.LABELS[algorithm])
-        ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25, linewidth=0)
-    b = cfg["bootstrap"]
+        if n_trajectories >= style.MIN_CI_SAMPLES:
+            ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
+                            linewidth=0)
     ax.set(xscale="log", yscale="log", xlabel=f"iteration (Euler step dt = {cfg['dt']:g})",
            ylabel="NashConv of the time-average policy",
            title=rf"Biased RPS ($\nu$ = {cfg['biased']['nu']:g}): mean of {n_trajectories} "
-                 f"starts,\n{int(100 * b['confidence'])}% bootstrap CI "
-                 f"({b['resamples']} resamples, {b['method']})")
-    ax.legend()
+                 f"starts,\n{style.band_text(n_trajectories, 'starts', cfg['bootstrap'])}")
     style.label_log_axis(ax.yaxis)
+    style.scale_note(fig, scale, scale_text(cfg, n_trajectories, int(ci.iteration.max())))
     fig.tight_layout()
+    style.place_legend(ax)
     return fig
 
 
@@ -72,8 +86,7 @@ def _faster_claim(ci: pd.DataFrame) -> Claim:
     start = float(curves[NEURD]["mean"].iloc[0])
     reached = {a: [first_crossing(c.iteration, c["mean"], level * start) for level in LEVELS]
                for a, c in curves.items()}
-    ok = all(np.isfinite(n) and (np.isnan(s) or n < s)
-             for n, s in zip(reached[NEURD], reached[SPG]))
+    never = {a: [np.inf if np.isnan(x) else float(x) for x in r] for a, r in reached.items()}
     n, s = curves[NEURD].set_index("iteration"), curves[SPG].set_index("iteration")
     apart = n.ci_high < s.ci_low
     # First iteration from which NeuRD's band stays below SPG's to the end.
@@ -91,8 +104,11 @@ def _faster_claim(ci: pd.DataFrame) -> Claim:
                   f"{when(a)}, SPG {when(b)}" for lvl, a, b in
                   zip(LEVELS, reached[NEURD], reached[SPG]))
         + f"; CIs disjoint (NeuRD below) from iteration {when(float(separated_from))} to the end",
-        f"NeuRD reaches each level ({', '.join(f'{x:g}' for x in LEVELS)} x start) first",
-        verdict(ok),
+        f"NeuRD reaches each level ({', '.join(f'{x:g}' for x in LEVELS)} x start) strictly "
+        "before SPG (never: inf iterations, so NeuRD never reaching a level fails it)",
+        tuple(Check(f"iteration NeuRD's mean first <= {lvl:g} x start (threshold: SPG's, inf: "
+                    "never)", n, "<", s)
+              for lvl, n, s in zip(LEVELS, never[NEURD], never[SPG])),
     )
 
 
@@ -111,7 +127,9 @@ def _trend_claims(ci: pd.DataFrame, nashconv: pd.DataFrame) -> list[Claim]:
               f"mean {fmt(at[t // 10])} at iteration {t // 10} -> {fmt(at[t])} at {t}; "
               f"log-log slope over [{t // 10}, {t}] {fmt(neurd_slope)}; worst trajectory at "
               f"{t}: {fmt(worst_neurd)}",
-              f"slope <= {FALLING_SLOPE}", verdict(neurd_slope <= FALLING_SLOPE)),
+              f"slope <= {FALLING_SLOPE}",
+              (Check(f"log-log slope of NeuRD's mean over [{t // 10}, {t}]", neurd_slope, "<=",
+                     FALLING_SLOPE),)),
         Claim(FIGURE, "SPG's NashConv plateaus",
               "'SPG eventually plateaus'",
               f"mean {fmt(at_spg[t // 10])} at iteration {t // 10} -> {fmt(at_spg[t])} at {t}; "
@@ -122,7 +140,9 @@ def _trend_claims(ci: pd.DataFrame, nashconv: pd.DataFrame) -> list[Claim]:
               f"{len(stuck)} SPG trajectories end with NashConv > {STUCK:g} (max "
               f"{fmt(final[final.algorithm == SPG].nash_conv.max())})",
               f"|slope| <= {PLATEAU_SLOPE} and SPG's final mean above NeuRD's",
-              verdict(abs(spg_slope) <= PLATEAU_SLOPE and at_spg[t] > at[t])),
+              (Check(f"|log-log slope| of SPG's mean over [{t // 10}, {t}]", abs(spg_slope),
+                     "<=", PLATEAU_SLOPE),
+               Check(f"SPG's mean at {t} (threshold: NeuRD's)", at_spg[t], ">", at[t]))),
     ]
 
 
@@ -130,7 +150,9 @@ def claims(nashconv: pd.DataFrame, ci: pd.DataFrame) -> list[Claim]:
     return [_faster_claim(ci), *_trend_claims(ci, nashconv)]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
-    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
+         scale: str | None = None):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's;
+    ``scale``: the config's, said on the figure)."""
     nashconv, ci = tables["nashconv"], tables["ci"]
-    return plot(ci, cfg, nashconv.trajectory.nunique()), claims(nashconv, ci)
+    return plot(ci, cfg, nashconv.trajectory.nunique(), scale), claims(nashconv, ci)

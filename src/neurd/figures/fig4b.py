@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import Claim, fmt, verdict
+from neurd.audit import Check, Claim, fmt
 from neurd.figures import style
 
 # One figure per game of the tabular section (fig4b, fig4b_<game>): {game} is its wildcard.
@@ -65,7 +65,16 @@ def _game(table: pd.DataFrame) -> str:
     return str(names[0])
 
 
-def plot(table: pd.DataFrame, cfg: Mapping):
+def scale_text(table: pd.DataFrame) -> str:
+    """Fig 4b's sizes against the paper's (it states the step sizes, not the iterations)."""
+    steps = sorted(table[table.algorithm == names.NEURD].step_size.unique())
+    paper = len(steps) == len(PAPER_STEP_SIZES) and np.allclose(steps, PAPER_STEP_SIZES)
+    return (f"{style.size(int(table.iteration.max()))} iterations (the paper states none), "
+            f"{len(steps)} step sizes" + (" (the paper's)" if paper else
+                                          f" (the paper's: {len(PAPER_STEP_SIZES)})"))
+
+
+def plot(table: pd.DataFrame, cfg: Mapping, scale: str | None = None):
     import matplotlib.pyplot as plt
 
     style.setup()
@@ -104,12 +113,13 @@ def plot(table: pd.DataFrame, cfg: Mapping):
              title=f"{title}: tabular counterfactual NeuRD vs SPG")
     main.set_ylim(bottom=bottom)
     style.label_log_axis(main.yaxis)
-    main.legend(fontsize=7, loc="lower left")
     last = int(table.iteration.max())
     by_step.set(yscale="log", xlabel="step size $\\eta$", ylabel=f"NashConv at iteration {last}",
                 title="final NashConv by step size")
-    by_step.legend(fontsize=8)
+    style.scale_note(fig, scale, scale_text(table))
     fig.tight_layout()
+    style.place_legend(main, fontsize=7)
+    style.place_legend(by_step, fontsize=8)
     return fig
 
 
@@ -140,7 +150,9 @@ def _closer_claim(table, name, neurd, spg) -> Claim:
         f"{lower}/{len(steps)} step sizes; best NeuRD {fmt(nv[:, -1].min())}, best SPG "
         f"{fmt(sv[:, -1].min())}" + (f"; reference: {refs}" if refs else ""),
         "mean final NashConv of NeuRD below SPG's, and lower at every step size",
-        verdict(ratio > 1 and lower == len(steps)),
+        (Check("mean final NashConv SPG / NeuRD", float(ratio), ">", 1.0),
+         Check("step sizes where NeuRD ends lower (threshold: all of them)", lower, "==",
+               len(steps))),
     )
 
 
@@ -148,22 +160,25 @@ def _quicker_claim(name, neurd, spg, fractions) -> Claim:
     (iterations, _, nv), (_, _, sv) = neurd, spg
     n_mean, s_mean = nv.mean(axis=0), sv.mean(axis=0)
     start = n_mean[0]
-    parts, ok, strictly = [], True, False
+    parts, checks, strictly = [], [], 0
     for fraction in fractions:
         level = fraction * start
         tn, ts = first_reached(iterations, n_mean, level), first_reached(iterations, s_mean, level)
         parts.append(f"{fmt(level)}: NeuRD at {fmt(tn, 6)}, SPG at {fmt(ts, 6)}")
-        if not np.isnan(ts):
-            ok &= (not np.isnan(tn)) and tn <= ts
-        strictly |= (not np.isnan(tn)) and (np.isnan(ts) or tn < ts)
+        tn, ts = (np.inf if np.isnan(t) else t for t in (tn, ts))  # never: inf iterations
+        checks.append(Check(f"{fmt(fraction)} x start: iteration NeuRD first reaches it "
+                            "(threshold: SPG's, inf: never)", tn, "<=", ts))
+        strictly += bool(tn < ts)
+    checks.append(Check("levels NeuRD reaches strictly first", strictly, ">=", 1))
     return Claim(
         name, "NeuRD approaches Nash more quickly than SPG",
         _paper_says(name, "'more quickly ... approximates a Nash equilibrium'"),
         "first iteration the mean NashConv reaches " + "; ".join(parts)
         + f" (levels: {', '.join(fmt(f) for f in fractions)} x the uniform policy's "
         f"NashConv {fmt(start)}; nan: not within the run)",
-        "NeuRD reaches every level SPG reaches, no later, and some level strictly earlier",
-        verdict(ok and strictly),
+        "NeuRD reaches every level SPG reaches, no later (a level SPG never reaches asks "
+        "nothing), and some level strictly earlier",
+        tuple(checks),
     )
 
 
@@ -178,16 +193,18 @@ def _below_claim(name, neurd, spg) -> Claim:
         f"NeuRD mean below SPG mean at {int(below.sum())}/{int(later.sum())} checkpoints "
         f"after iteration 1" + (f"; not below at {list(map(int, crossing))}" if len(crossing)
                                  else ""),
-        "below at every checkpoint after iteration 1", verdict(bool(below.all())),
+        "below at every checkpoint after iteration 1",
+        (Check("checkpoints after iteration 1 where NeuRD's mean is not below SPG's",
+               int((~below).sum()), "==", 0),),
     )
 
 
 def _setting_claim(name, table, cfg) -> Claim:
     sets = {a: sorted(table[table.algorithm == a].step_size.unique()) for a in names.LEARNERS
             if a in set(table.algorithm)}
-    same = len({tuple(s) for s in sets.values()}) == 1
-    paper = all(len(s) == len(PAPER_STEP_SIZES) and np.allclose(s, PAPER_STEP_SIZES)
-                for s in sets.values())
+    distinct = len({tuple(s) for s in sets.values()})
+    not_paper = sum(not (len(s) == len(PAPER_STEP_SIZES) and np.allclose(s, PAPER_STEP_SIZES))
+                    for s in sets.values())
     count = len(next(iter(sets.values())))
     low, high = step_size_interval(np.arange(count, dtype=float)[:, None], cfg["interval"])
     span = "min..max" if (low[0], high[0]) == (0, count - 1) else "an inner range"
@@ -199,7 +216,10 @@ def _setting_claim(name, table, cfg) -> Claim:
         + f"; interval {fmt(cfg['interval'])}: exact quantiles of a uniform draw from "
         f"{count} step sizes, i.e. {span} over step sizes",
         "same set for both, equal to the paper's; interval 0.95",
-        verdict(same and paper and cfg["interval"] == 0.95, "differs"),
+        (Check("distinct step-size sets over the learners", distinct, "==", 1),
+         Check("learners whose set is not the paper's", not_paper, "==", 0),
+         Check("interval level", float(cfg["interval"]), "==", 0.95)),
+        "differs",
     )
 
 
@@ -213,11 +233,12 @@ def claims(table: pd.DataFrame, cfg: Mapping, name: str) -> list[Claim]:
     ]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str):
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str,
+         scale: str | None = None):
     """Figure and claims from the table named in :data:`INPUTS`.
 
     ``name``: ``fig4b`` for the paper's game (``figure_game``), ``fig4b_<game>``
     for the extras (the stage's :func:`neurd.pipeline.tabular.figures`).
     """
     table = tables["nashconv"]
-    return plot(table, cfg), claims(table, cfg, name)
+    return plot(table, cfg, scale), claims(table, cfg, name)

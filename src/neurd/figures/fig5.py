@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import Claim, fmt, paired_verdict, verdict
+from neurd.audit import Check, Claim, fmt, paired_check
 from neurd.figures import style
 from neurd.matrix_games import biased_rps
 from neurd.names import NEURD, SPG
@@ -59,12 +59,27 @@ def _phase_lines(ax, bounds) -> None:
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
 
 
-def plot(ci: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, n_trajectories: int):
+# The paper's sizes (Fig 5's text, and Fig 4a's setup it reuses): 100 starts, 1000 bootstrap
+# resamples, 1000 iterations per phase.
+PAPER_STARTS, PAPER_RESAMPLES, PAPER_PHASE = 100, 1000, 1000
+
+
+def scale_text(cfg: Mapping, n_trajectories: int) -> str:
+    """Fig 5's sizes against the paper's."""
+    phase = cfg["nonstationary"]["phase_iterations"]
+    return (f"{style.versus(n_trajectories, PAPER_STARTS, 'starts')}, "
+            f"{style.versus(cfg['bootstrap']['resamples'], PAPER_RESAMPLES, 'resamples')}, "
+            f"{style.versus(phase, PAPER_PHASE, 'iterations per phase')}")
+
+
+def plot(ci: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, n_trajectories: int,
+         scale: str | None = None):
     import matplotlib.pyplot as plt
 
     style.setup()
     restart = bool(cfg["nonstationary"]["restart_average"])
     fig, (main, other) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    band = n_trajectories >= style.MIN_CI_SAMPLES
     # One line per phase: NashConv jumps at a switch (a new game), it is not a path.
     for algorithm in ALGORITHMS:
         color = style.PALETTE[algorithm]
@@ -72,26 +87,29 @@ def plot(ci: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, n_trajectories:
             c = c.sort_values("iteration")
             main.plot(c.iteration, c["mean"], color=color,
                       label=style.LABELS[algorithm] if phase == 1 else None)
-            main.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
-                              linewidth=0)
+            if band:
+                main.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
+                                  linewidth=0)
         r = readings[(readings.algorithm == algorithm) & (readings.restart_average != restart)]
         for phase, c in r.groupby("phase"):
             other.plot(c.iteration, c.mean_nash_conv, color=color,
                        label=style.LABELS[algorithm] if phase == 1 else None)
-            other.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
-                               linewidth=0)
-    b = cfg["bootstrap"]
+            if band:
+                other.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
+                                   linewidth=0)
+    bands = style.band_text(n_trajectories, "starts", cfg["bootstrap"])
     main.set(yscale="log", xlabel="iteration", ylabel="NashConv of the time-average policy",
              title=f"{_reading_name(restart)} (configured)\nmean of {n_trajectories} starts, "
-                   f"{int(100 * b['confidence'])}% bootstrap CI")
+                   f"{bands}")
     other.set(xlabel="iteration", title=f"{_reading_name(not restart)} (other reading)\n"
-                                          f"mean, {int(100 * b['confidence'])}% bootstrap CI")
+                                          f"mean of {n_trajectories} starts, {bands}")
     bounds = phase_bounds(readings)
     for ax in (main, other):
         ax.set_xlim(0, bounds[-1][3] + 1)
         _phase_lines(ax, bounds)
-    main.legend(loc="lower left")
+    style.scale_note(fig, scale, scale_text(cfg, n_trajectories))
     fig.tight_layout()
+    style.place_legend(main)
     return fig
 
 
@@ -132,13 +150,16 @@ def _nash_claims(nash: pd.DataFrame, bounds) -> list[Claim]:
         to_centre = np.linalg.norm(point - CENTRE)
         to_vertex = np.min(np.linalg.norm(point - VERTICES, axis=1))
         paper_says, where = PAPER_NASH.get(nu, ("(not a phase of the paper)", None))
+        checks = [Check("unique Nash (1: yes, 0: no)", float(unique), "==", 1)]
         if where == "centre":
-            ok, criterion = unique and to_centre < 1e-9, "unique Nash at the centre (1/3, 1/3, 1/3)"
+            criterion = "unique Nash at the centre (1/3, 1/3, 1/3), to 1e-9"
+            checks.append(Check("distance of the Nash to the centre", to_centre, "<", 1e-9))
         elif where == "corner":
-            ok, criterion = unique and to_vertex < to_centre, \
-                "unique Nash, nearer a vertex than the centre"
+            criterion = "unique Nash, nearer a vertex than the centre"
+            checks.append(Check("distance of the Nash to the nearest vertex (threshold: to the "
+                                "centre)", to_vertex, "<", to_centre))
         else:
-            ok, criterion = unique, "unique Nash"
+            criterion = "unique Nash"
         ranges = ", ".join(f"{a} in [{fmt(lo, 4)}, {fmt(hi, 4)}]"
                            for a, lo, hi in zip("RPS", lower, upper))
         set_text = "unique" if unique else f"NOT unique: the Nash policies are {ranges} (M pi <= 0)"
@@ -153,7 +174,7 @@ def _nash_claims(nash: pd.DataFrame, bounds) -> list[Claim]:
             f"closed form (1, nu, 1)/(nu + 2) = {np.round(point, 4).tolist()}; {set_text}; "
             f"distance to centre {fmt(to_centre)}, to the nearest vertex "
             f"({'RPS'[int(np.argmin(np.linalg.norm(point - VERTICES, axis=1)))]}) {fmt(to_vertex)}",
-            criterion, verdict(ok, "differs")))
+            criterion, tuple(checks), "differs"))
     return rows
 
 
@@ -187,13 +208,18 @@ def _trend_rows(ci: pd.DataFrame, nashconv: pd.DataFrame, bounds, cfg: Mapping) 
             f"mean {fmt(start[NEURD])} at iteration {first} -> {fmt(end[NEURD]['mean'])} at "
             f"{last}; log-log slope over iterations {mid}-{last} of the phase "
             f"{fmt(slope[NEURD])}", f"end < start and slope <= {FALLING_SLOPE}",
-            verdict(end[NEURD]["mean"] < start[NEURD] and slope[NEURD] <= FALLING_SLOPE)))
+            (Check("NeuRD's mean at the phase's end (threshold: at its start)",
+                   end[NEURD]["mean"], "<", start[NEURD]),
+             Check("log-log slope of NeuRD's mean over the second half", slope[NEURD], "<=",
+                   FALLING_SLOPE))))
         rows.append(Claim(
             FIGURE, f"{tag}: SPG's NashConv plateaus",
             "'while SPG plateaus'",
             f"mean {fmt(start[SPG])} at iteration {first} -> {fmt(end[SPG]['mean'])} at "
             f"{last}; log-log slope over the second half {fmt(slope[SPG])}",
-            f"|slope| <= {PLATEAU_SLOPE}", verdict(abs(slope[SPG]) <= PLATEAU_SLOPE)))
+            f"|slope| <= {PLATEAU_SLOPE}",
+            (Check("|log-log slope| of SPG's mean over the second half", abs(slope[SPG]), "<=",
+                   PLATEAU_SLOPE),)))
         heights = {a: mean_height(c.iteration, c["mean"]) for a, c in curves.items()}
         (mean, low, high), pairs = _paired_end(nashconv, phase, last, cfg)
         rows.append(Claim(
@@ -206,30 +232,38 @@ def _trend_rows(ci: pd.DataFrame, nashconv: pd.DataFrame, bounds, cfg: Mapping) 
             f"trajectories {fmt(mean)}, CI [{fmt(low)}, {fmt(high)}]; mean over the phase "
             f"(area / width) NeuRD {fmt(heights[NEURD])}, SPG {fmt(heights[SPG])}",
             "at the phase's end, the bootstrap CI of the mean paired difference NeuRD - SPG "
-            "lies below 0 (tie: it covers 0)", paired_verdict(low, high)))
+            "lies below 0 (tie: it covers 0)",
+            (paired_check("CI of the mean paired difference NeuRD - SPG at the phase's end",
+                          low, high),)))
     return rows
 
 
 def _other_reading_claim(readings: pd.DataFrame, bounds, restart: bool) -> Claim:
     other = readings[readings.restart_average != restart]
-    parts, ok, held = [], True, 0
+    parts, checks, held = [], [], 0
     for phase, _, first, last in bounds:
         c = {a: other[(other.algorithm == a) & (other.phase == phase)].sort_values("iteration")
              for a in ALGORITHMS}
         slope = second_half_slope(c[NEURD], first, last, "mean_nash_conv")
         end = {a: float(c[a].mean_nash_conv.iloc[-1]) for a in ALGORITHMS}
         start = float(c[NEURD].mean_nash_conv.iloc[0])
-        this = end[NEURD] < start and slope <= FALLING_SLOPE and end[NEURD] < end[SPG]
-        ok &= this
-        held += this
+        this = (Check(f"phase {phase}: NeuRD's mean at the end (threshold: at the start)",
+                      end[NEURD], "<", start),
+                Check(f"phase {phase}: log-log slope of NeuRD's mean over the second half",
+                      slope, "<=", FALLING_SLOPE),
+                Check(f"phase {phase}: NeuRD's mean at the end (threshold: SPG's)", end[NEURD],
+                      "<", end[SPG]))
+        checks += this
+        held += all(c.outcome == "pass" for c in this)
         parts.append(f"phase {phase}: NeuRD {fmt(start)} -> {fmt(end[NEURD])} (slope "
                      f"{fmt(slope)}), SPG ends {fmt(end[SPG])}")
     return Claim(
         FIGURE, f"the same claims under the other reading ({_reading_name(not restart)})",
         "the paper does not say whether the time average restarts at a phase switch",
         "; ".join(parts),
-        f"in every phase NeuRD's mean falls (slope <= {FALLING_SLOPE}) and ends below SPG's",
-        verdict(bool(ok)), float(held), _reading_name(not restart))
+        f"in every phase NeuRD's mean ends below its start, falls (slope <= {FALLING_SLOPE}) "
+        "and ends below SPG's",
+        tuple(checks), "fail", float(held), _reading_name(not restart))
 
 
 def claims(ci, readings, nash, cfg, nashconv) -> list[Claim]:
@@ -239,9 +273,11 @@ def claims(ci, readings, nash, cfg, nashconv) -> list[Claim]:
             _other_reading_claim(readings, bounds, restart)]
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
-    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's)."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
+         scale: str | None = None):
+    """Figure and claims from the tables named in :data:`INPUTS` (``name``: this figure's;
+    ``scale``: the config's, said on the figure)."""
     ci, readings = tables["ci"], tables["readings"]
     n = tables["nashconv"].trajectory.nunique()
-    return (plot(ci, readings, cfg, n),
+    return (plot(ci, readings, cfg, n, scale),
             claims(ci, readings, tables["nash"], cfg, tables["nashconv"]))

@@ -1,28 +1,37 @@
 """Figure 6: neural NeuRD vs SPG, NashConv through phases of negated reward, per game.
 
 Top row (the paper's a-c): per game, the exact NashConv of the current network
-policy against learning iterations, for the entropy level with the lowest
-final NashConv of each algorithm; mean over seeds with its bootstrap band; red
+policy against learning iterations, for the entropy level alpha with the lowest
+final NashConv of each algorithm; mean over seeds with its bootstrap band (each
+seed drawn instead where there are fewer than ``style.MIN_CI_SAMPLES``); red
 dashed lines where the payoff is negated.  Bottom row (d-f): per game, the
 average NashConv over all iterations of every run, at every entropy level, as
-box plots per algorithm.
+box plots per algorithm (all levels pooled, as the paper's), every run a dot
+coloured and placed left to right by its level.
+
+The paper gives the entropy level no symbol (the regularisation it follows
+calls it eta, which is the step size in Figs 1, 2 and 4b): here it is alpha.
 
 The audit measures the paper's four claims per game, paired by seed where
 seeds are shared, plus whether the entropy grid brackets each algorithm's best
-level and what the exact critic (where it was run) changes.  Every verdict
-states the scale it was measured at: short of the paper's 3 x 0.33e6
-iterations and 40 seeds it is provisional.
+level and what the exact critic (where it was run) changes.  Every row says
+what it was measured at, from the tables alone (:func:`scale_label`): "paper
+scale" only where every game of the tables has the paper's 3 x 0.33e6
+iterations and 40 seeds; "paper length, k of 40 seeds" for a game at the
+paper's length with k seeds (judged on those k); else the scale's name, its
+length and seeds against the paper's, and "provisional".
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import Claim, fmt, paired_verdict, verdict
+from neurd.audit import TIE_BELOW, Check, Claim, fmt, paired_check
 from neurd.figures import style
 from neurd.names import NEURD, SPG
 
@@ -34,9 +43,11 @@ INPUTS = {
     "diagnostics": "neural/diagnostics.parquet",
 }
 PAPER_PHASE_ITERATIONS = 330_000
+PAPER_PHASE_TEXT = "0.33e6"  # as the paper writes it
 PAPER_SEEDS = 40
 PANELS = "abcdefghijkl"
-JITTER = 0.15  # half-width of the strip plot's sideways spread, in categories (_strip)
+SPREAD = 0.22  # half-width of the dots' spread over a box, in categories (_dots)
+LEVELS_CMAP = "viridis"
 
 
 def best_entropies(summary: pd.DataFrame, game: str) -> dict[str, float]:
@@ -62,83 +73,137 @@ def _phase_length(nashconv: pd.DataFrame, game: str) -> int:
     return int(rows.iteration.max())
 
 
-def _strip(ax, rows: pd.DataFrame, order: list[str], rng: np.random.Generator) -> None:
-    """Every run's average NashConv as a dot over its algorithm's box, jittered sideways.
+def _seeds(nashconv: pd.DataFrame, game: str) -> int:
+    """The seeds a game's table holds (a publication may hold fewer than its config's)."""
+    return int(nashconv[nashconv.game == game].seed.nunique())
 
-    The dots ``seaborn.stripplot(..., color="black", size=2.5, alpha=0.6, jitter=0.15)``
-    drew, with its jitter: uniform within +-``JITTER`` of a category's width, none for a
-    lone dot; the categorical axis keeps the box plot's limits, as seaborn keeps them.
-    seaborn draws the jitter from NumPy's global generator and takes none of its own, so
-    the same tables gave a different figure on every run.  The figure's own generator
-    ``rng``, seeded from the config's ``seed``, makes the jitter depend on the config alone
-    without touching NumPy's global state, which seeding it around seaborn's call (and
-    restoring it after) would change, if only for the length of the call.
-    """
+
+def scale_label(nashconv: pd.DataFrame, game: str, scale: str | None) -> tuple[str, bool]:
+    """What a game's results were measured at, from the table alone, and whether it is the
+    paper's scale: that needs every game of the table at the paper's length with all its
+    seeds.  ``scale``: the name of the run's scale (e.g. "default scale")."""
+    length, seeds = _phase_length(nashconv, game), _seeds(nashconv, game)
+    full = [_phase_length(nashconv, g) >= PAPER_PHASE_ITERATIONS
+            and _seeds(nashconv, g) >= PAPER_SEEDS for g in dict.fromkeys(nashconv.game)]
+    if all(full):
+        return (f"paper scale: {style.size(length)} iterations per phase, {seeds} seeds",
+                True)
+    if length >= PAPER_PHASE_ITERATIONS:
+        return f"paper length, {seeds} of {PAPER_SEEDS} seeds", False
+    return (f"{scale or 'this run'}: {style.size(length)} of {PAPER_PHASE_TEXT} iterations per "
+            f"phase, {seeds} of {PAPER_SEEDS} seeds, provisional", False)
+
+
+def scale_note(nashconv: pd.DataFrame, game: str, scale: str | None = None) -> tuple[str, bool]:
+    """The audit rows' prefix: :func:`scale_label` in brackets (with the seeds the paired
+    intervals are judged on where the paper's length has fewer than its seeds)."""
+    label, paper = scale_label(nashconv, game, scale)
+    if label.startswith("paper length"):
+        label += f": judged on these {_seeds(nashconv, game)} seeds"
+    return f"[{label}] ", paper
+
+
+def _scale_name(scale: str | None, name: str) -> str | None:
+    """The scale a figure's rows are labelled with: the config's, or the publication's."""
+    if name != FIGURE:
+        return f"published/{name.removeprefix(FIGURE + '_')}"
+    return f"{scale} scale" if scale else None
+
+
+def _level_colours(levels) -> dict[float, tuple]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps[LEVELS_CMAP]
+    n = len(levels)
+    return {level: cmap(0.9 * k / max(n - 1, 1)) for k, level in enumerate(sorted(levels))}
+
+
+def _dots(ax, rows: pd.DataFrame, order: list[str], colours: Mapping[float, tuple]) -> None:
+    """Every run's average NashConv as a dot over its algorithm's box, coloured by its
+    entropy level and placed left to right by it (its seeds side by side within the
+    level's slot): the levels the box pools stay apart, no random jitter."""
+    levels = sorted(colours)
     limits = ax.get_xlim()
     for position, algorithm in enumerate(order):
-        values = rows.loc[rows.algorithm == algorithm, "average_nash_conv"].to_numpy()
-        offsets = rng.uniform(-JITTER, JITTER, len(values)) if len(values) > 1 else 0.0
-        ax.scatter(position + offsets, values, color="black", s=2.5**2, alpha=0.6,
-                   linewidth=0, zorder=3)
+        runs = rows[rows.algorithm == algorithm]
+        for k, level in enumerate(levels):
+            values = runs[runs.entropy == level].sort_values("seed").average_nash_conv
+            n = len(values)
+            slot = (k + (np.arange(n) + 0.5) / max(n, 1)) / len(levels)
+            ax.scatter(position - SPREAD + 2 * SPREAD * slot, values, color=colours[level],
+                       s=16, edgecolor="black", linewidth=0.3, zorder=3)
     ax.set_xlim(limits)
 
 
-def plot(nashconv, ci, summary, cfg, title: str | None = None):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    style.setup()
-    rng = np.random.default_rng(cfg["seed"])  # the strip plots' jitter (_strip)
-    games = _games(summary)
-    fig, axes = plt.subplots(2, len(games), figsize=(4.6 * len(games), 7.2), squeeze=False)
-    for col, game in enumerate(games):
-        ax = axes[0, col]
-        best = best_entropies(summary, game)
-        for algorithm, entropy in best.items():
-            c = _curve(ci, game, algorithm, entropy)
-            color = style.PALETTE[algorithm]
-            ax.plot(c.iteration, c["mean"], color=color,
-                    label=rf"{style.LABELS[algorithm]} ($\eta$ = {entropy:g})")
+def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
+    """Panel (a-c): each algorithm at its best level, mean with a band or every seed."""
+    best = best_entropies(summary, game)
+    seeds = summary[summary.game == game].seed.nunique()
+    band = seeds >= style.MIN_CI_SAMPLES
+    for algorithm, entropy in best.items():
+        c = _curve(ci, game, algorithm, entropy)
+        color = style.PALETTE[algorithm]
+        ax.plot(c.iteration, c["mean"], color=color, linewidth=1.6,
+                label=rf"{style.LABELS[algorithm]} ($\alpha$ = {entropy:g})")
+        if band:
             ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
                             linewidth=0)
-        length = _phase_length(nashconv, game)
-        for boundary in range(length, int(ci[ci.game == game].iteration.max()), length):
-            ax.axvline(boundary, **style.PHASE_LINE)
-        seeds = summary[summary.game == game].seed.nunique()
-        ax.set(xlabel="learning iterations (critic updates)", ylabel="NashConv (current policy)",
-               title=f"({PANELS[col]}) {names.game_title(game)}: best entropy per algorithm,\n"
-                     f"mean of {seeds} seeds, {int(100 * cfg['bootstrap']['confidence'])}% "
-                     "bootstrap CI")
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
-        ax.legend(fontsize=8)
+            continue
+        for _, run in _runs(nashconv, game, algorithm, entropy).items():
+            run = run.sort_values(["iteration", "phase"])
+            ax.plot(run.iteration, run.nash_conv, color=color, linewidth=0.7, alpha=0.5)
+    length = _phase_length(nashconv, game)
+    for boundary in range(length, int(ci[ci.game == game].iteration.max()), length):
+        ax.axvline(boundary, **style.PHASE_LINE)
+    level = int(round(100 * float(cfg["bootstrap"]["confidence"])))
+    spread = (f"{level}% bootstrap CI" if band else
+              f"thin: each seed (< {style.MIN_CI_SAMPLES} seeds: no CI)")
+    ax.set(xlabel="learning iterations (critic updates)", ylabel="NashConv (current policy)",
+           title=rf"({panel}) {names.game_title(game)}: best entropy level $\alpha$ per "
+                 f"algorithm,\nmean of {seeds} seeds, {spread}")
+    ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
+
+
+def plot(nashconv, ci, summary, cfg, title: str | None = None, scale: str | None = None):
+    """The figure; ``scale``: what its rows are labelled with (:func:`_scale_name`)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    from matplotlib.lines import Line2D
+
+    style.setup()
+    games = _games(summary)
+    fig, axes = plt.subplots(2, len(games), figsize=(4.6 * len(games), 7.6), squeeze=False)
+    colours = _level_colours(summary.entropy.unique())
+    for col, game in enumerate(games):
+        _top(axes[0, col], nashconv, ci, summary, game, PANELS[col], cfg)
         box = axes[1, col]
         rows = summary[summary.game == game]
         order = [a for a in names.LEARNERS if a in set(rows.algorithm)]
         sns.boxplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
                     hue="algorithm", palette=style.PALETTE, legend=False, showfliers=False,
-                    width=0.5)
-        _strip(box, rows, order, rng)
+                    width=0.5, boxprops={"alpha": 0.45})
+        _dots(box, rows, order, colours)
         box.set_xticks(range(len(order)), [style.LABELS[a] for a in order])
         box.set(xlabel="", ylabel="average NashConv over all iterations",
                 title=f"({PANELS[len(games) + col]}) {names.game_title(game)}: every run at "
                       f"{rows.entropy.nunique()} entropy levels")
+    handles = [Line2D([], [], marker="o", linestyle="none", markerfacecolor=c,
+                      markeredgecolor="black", markeredgewidth=0.3, markersize=6,
+                      label=f"{level:g}") for level, c in colours.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
+               title=r"dots: every run, by its entropy level $\alpha$ (left to right)",
+               title_fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    style.note(fig, "; ".join(
+        f"{names.game_title(g)}: {scale_label(nashconv, g, scale)[0]}" for g in games))
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    for col in range(len(games)):
+        style.place_legend(axes[0, col], fontsize=8)
     return fig
 
 
 # --- the claims audit ---------------------------------------------------------------------
-
-
-def scale_note(nashconv: pd.DataFrame, game: str) -> tuple[str, bool]:
-    """The measured scale in words, and whether it is the paper's (else provisional)."""
-    length = _phase_length(nashconv, game)
-    seeds = nashconv[nashconv.game == game].seed.nunique()
-    paper = length >= PAPER_PHASE_ITERATIONS and seeds >= PAPER_SEEDS
-    note = (f"[{'paper scale' if paper else 'provisional'}: {length} iterations per phase "
-            f"(paper {PAPER_PHASE_ITERATIONS}), {seeds} seeds (paper {PAPER_SEEDS})] ")
-    return note, paper
 
 
 def reach_iterations(run: pd.DataFrame, phase: int, level: float) -> float:
@@ -156,7 +221,8 @@ def _runs(nashconv, game, algorithm, entropy):
 
 def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
     """The verdict: in every phase after a negation NeuRD's median time to the level is
-    below SPG's (equal medians: NeuRD earlier in more seeds).  The value, continuous: the
+    below SPG's (a check per phase on the difference of the medians: equal medians a tie,
+    neither median reached, inf - inf, nothing to measure).  The value, continuous: the
     mean over those phases of (NeuRD's median time - SPG's) / the phase's length, a run
     that never reaches the level counted as taking the whole phase (-1: NeuRD there at
     once and SPG never; 0: level; NaN without a phase after a negation)."""
@@ -164,7 +230,7 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
     runs = {a: _runs(nashconv, game, a, best[a]) for a in (NEURD, SPG)}
     seeds = sorted(set(runs[NEURD]) & set(runs[SPG]))
     length = _phase_length(nashconv, game)
-    parts, ok, gaps = [], True, []
+    parts, checks, gaps = [], [], []
     for phase in phases:
         uniform = float(ci[(ci.game == game) & (ci.phase == phase)].uniform_nash_conv.iloc[0])
         level = cfg["audit_fraction"] * uniform
@@ -177,24 +243,31 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
                      f", SPG {fmt(median[SPG], 6)} iterations; NeuRD earlier in {wins}, later "
                      f"in {losses} of {len(seeds)} seeds")
         if phase > 1:  # after each negation
-            earlier = median[NEURD] < median[SPG] or (median[NEURD] == median[SPG]
-                                                     and wins > losses)
-            ok &= earlier
+            checks.append(Check(f"phase {phase}: NeuRD's median time to the level minus SPG's "
+                                "(iterations, never reached: inf)",
+                                median[NEURD] - median[SPG], TIE_BELOW, 0.0))
             capped = {a: float(np.median(np.minimum(t, length))) for a, t in times.items()}
             gaps.append((capped[NEURD] - capped[SPG]) / length)
+    if not checks:
+        checks.append(Check("phases after a negation (none: nothing to measure)", math.nan,
+                            ">=", 1))
     return Claim(
         FIGURE, f"{game}: NeuRD converges faster after each negation",
         "'NeuRD converges faster than SPG in all three domains'",
         note + "; ".join(parts) + f" (level: {fmt(cfg['audit_fraction'])} x the uniform "
-        "policy's NashConv in the phase's game; inf: not reached; best entropy per algorithm)",
-        "in every phase after a negation NeuRD's median time to the level is below SPG's",
-        verdict(ok), float(np.mean(gaps)) if gaps else np.nan)
+        "policy's NashConv in the phase's game; inf: not reached; best entropy level alpha "
+        "per algorithm)",
+        "in every phase after a negation NeuRD's median time to the level is below SPG's "
+        "(a run that never reaches it takes inf); equal medians: tie; neither median "
+        "reached (inf - inf): unmeasured",
+        tuple(checks), "fail", float(np.mean(gaps)) if gaps else np.nan)
 
 
-def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str, float]:
-    """``(measured text, verdict, mean difference)`` of "NeuRD below SPG" from values paired
+def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str
+           ) -> tuple[str, Check, float]:
+    """``(measured text, check, mean difference)`` of "NeuRD below SPG" from values paired
     by index (seeds, or (entropy, seed)): the bootstrap CI of the mean paired difference
-    NeuRD - SPG (shared seeds start from the same weights), ``tie`` where it covers 0."""
+    NeuRD - SPG (shared seeds start from the same weights), a tie where it covers 0."""
     from neurd.stats import paired_difference_ci
 
     both = neurd.index.intersection(spg.index)
@@ -203,13 +276,16 @@ def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str, fl
     mean, low, high = paired_difference_ci(
         a, b, resamples=int(boot["resamples"]), confidence=float(boot["confidence"]),
         method=boot["method"], seed=int(cfg["seed"]))
-    text = (f"paired difference NeuRD - SPG {fmt(mean)}, {fmt(100 * float(boot['confidence']))}%"
-            f" CI [{fmt(low)}, {fmt(high)}]; NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
-    return text, paired_verdict(low, high), mean
+    interval = (f"{fmt(100 * float(boot['confidence']))}% CI" if len(both) >= style.MIN_CI_SAMPLES
+                else f"bootstrap interval (< {style.MIN_CI_SAMPLES} pairs: not a confidence "
+                     "interval)")
+    text = (f"paired difference NeuRD - SPG {fmt(mean)}, {interval} [{fmt(low)}, {fmt(high)}]; "
+            f"NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
+    return text, paired_check(statistic, low, high), mean
 
 
-PAIRED_CRITERION = ("the bootstrap CI of the mean paired difference NeuRD - SPG lies below 0 "
-                    "(tie: it covers 0)")
+PAIRED_CRITERION = ("the bootstrap confidence interval of the mean paired difference NeuRD - "
+                    "SPG lies below 0 (tie: it covers 0)")
 
 
 def _final_claim(game, summary, best, note, cfg) -> Claim:
@@ -217,14 +293,15 @@ def _final_claim(game, summary, best, note, cfg) -> Claim:
     final = {a: rows[(rows.algorithm == a) & (rows.entropy == best[a])]
              .set_index("seed").final_nash_conv for a in (NEURD, SPG)}
     means = {a: float(f.mean()) for a, f in final.items()}
-    text, outcome, difference = paired(final[NEURD], final[SPG], cfg)
+    text, check, difference = paired(final[NEURD], final[SPG], cfg, "bootstrap interval of "
+                                     "the mean paired difference NeuRD - SPG of the final "
+                                     "NashConv")
     return Claim(
         FIGURE, f"{game}: NeuRD ends with the lowest final NashConv",
         "'NeuRD ... yields the lowest final NashConv'",
-        note + f"final NashConv (mean of the last checkpoints) at the best entropy: NeuRD "
-        f"{fmt(means[NEURD])} (eta {fmt(best[NEURD])}), SPG {fmt(means[SPG])} (eta "
-        f"{fmt(best[SPG])}); {text} seeds", PAIRED_CRITERION, outcome,
-        difference)
+        note + f"final NashConv (mean of the last checkpoints) at the best entropy level: "
+        f"NeuRD {fmt(means[NEURD])} (alpha {fmt(best[NEURD])}), SPG {fmt(means[SPG])} (alpha "
+        f"{fmt(best[SPG])}); {text} seeds", PAIRED_CRITERION, (check,), "fail", difference)
 
 
 def _average_claim(game, summary, note, cfg) -> Claim:
@@ -232,13 +309,15 @@ def _average_claim(game, summary, note, cfg) -> Claim:
     wide = rows.pivot_table(index=["entropy", "seed"], columns="algorithm",
                             values="average_nash_conv")
     means = {a: float(wide[a].mean()) for a in (NEURD, SPG)}
-    text, outcome, difference = paired(wide[NEURD], wide[SPG], cfg)
+    text, check, difference = paired(wide[NEURD], wide[SPG], cfg, "bootstrap interval of "
+                                     "the mean paired difference NeuRD - SPG of the average "
+                                     "NashConv")
     return Claim(
         FIGURE, f"{game}: NeuRD's average NashConv over all iterations is lower",
         "'NeuRD consistently has lower average NashConv'",
         note + f"average NashConv over every entropy level and seed: NeuRD {fmt(means[NEURD])}, "
-        f"SPG {fmt(means[SPG])}; {text} (entropy, seed) pairs", PAIRED_CRITERION, outcome,
-        difference)
+        f"SPG {fmt(means[SPG])}; {text} (entropy, seed) pairs", PAIRED_CRITERION, (check,),
+        "fail", difference)
 
 
 def _sensitivity_claim(game, summary, note) -> Claim:
@@ -250,7 +329,8 @@ def _sensitivity_claim(game, summary, note) -> Claim:
         "'NeuRD ... is less sensitive to the entropy regularization level, in contrast to PG'",
         note + f"spread (max - min over {rows.entropy.nunique()} levels) of the mean average "
         f"NashConv: NeuRD {fmt(spread[NEURD])}, SPG {fmt(spread[SPG])}",
-        "NeuRD's spread below SPG's", verdict(spread[NEURD] < spread[SPG]),
+        "NeuRD's spread below SPG's",
+        (Check("NeuRD's spread (threshold: SPG's)", spread[NEURD], "<", spread[SPG]),), "fail",
         spread[NEURD] - spread[SPG])
 
 
@@ -275,14 +355,17 @@ def _grid_claim(game, summary, best, note) -> Claim:
     positive where every best level lies inside), rather than a count of them: it says
     how far the bracketing is from flipping."""
     levels = sorted(summary[summary.game == game].entropy.unique())
-    inside = {a: levels[0] < e < levels[-1] for a, e in best.items()}
+    checks = [Check(f"{style.LABELS[a]}'s best level (threshold: the grid's {end})", e, op,
+                    bound)
+              for a, e in best.items()
+              for end, op, bound in (("lowest", ">", levels[0]), ("highest", "<", levels[-1]))]
     return Claim(
         FIGURE, f"{game}: the entropy grid brackets each algorithm's best level",
         "the paper sweeps entropy levels and shows the best per algorithm (levels not stated)",
         note + f"grid {[fmt(x) for x in levels]}; best by final NashConv: "
         + ", ".join(f"{style.LABELS[a]} {fmt(e)}" for a, e in best.items()),
         "every algorithm's best level lies strictly inside the grid",
-        verdict(all(inside.values())),
+        tuple(checks), "fail",
         float(np.min([grid_margin(summary, game, a) for a in best])))
 
 
@@ -295,8 +378,10 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
     final = last.groupby(["critic", "algorithm"]).nash_conv.mean()
     rmse = last[last.critic == "learned"].groupby("algorithm").critic_rmse.mean()
     runs = last[last.critic == "exact"].set_index(["entropy", "seed"])
-    text, outcome, difference = paired(runs[runs.algorithm == NEURD].nash_conv,
-                           runs[runs.algorithm == SPG].nash_conv, cfg)
+    text, check, difference = paired(runs[runs.algorithm == NEURD].nash_conv,
+                                     runs[runs.algorithm == SPG].nash_conv, cfg,
+                                     "bootstrap interval of the mean paired difference "
+                                     "NeuRD - SPG of the final NashConv, exact critic")
     exact = {a: float(final.loc[("exact", a)]) for a in (NEURD, SPG)}
     learned = {a: float(final.loc[("learned", a)]) for a in (NEURD, SPG)}
     return Claim(
@@ -306,14 +391,15 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
         f"{fmt(exact[NEURD])}, SPG {fmt(exact[SPG])}; learned critic NeuRD "
         f"{fmt(learned[NEURD])}, SPG {fmt(learned[SPG])}; learned critic's final RMS error "
         f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}; exact critic: {text} "
-        "(entropy, seed) pairs", PAIRED_CRITERION, outcome,
-        difference)
+        "(entropy, seed) pairs", PAIRED_CRITERION, (check,), "fail", difference)
 
 
-def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:
+def claims(nashconv, ci, summary, diagnostics, cfg, scale: str | None = None) -> list[Claim]:
+    """Every game's claims; ``scale``: what the rows are labelled with (e.g. "default
+    scale"; :func:`scale_note`)."""
     rows = []
     for game in _games(summary):
-        note, _ = scale_note(nashconv, game)
+        note, _ = scale_note(nashconv, game, scale)
         best = best_entropies(summary, game)
         rows += [
             _faster_claim(game, nashconv, ci, best, cfg, note),
@@ -328,11 +414,13 @@ def claims(nashconv, ci, summary, diagnostics, cfg) -> list[Claim]:
     return rows
 
 
-def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE):
-    """Figure and claims from the tables named in :data:`INPUTS`."""
+def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
+         scale: str | None = None):
+    """Figure and claims from the tables named in :data:`INPUTS`; ``scale``: the config's
+    (a publication's figure, ``fig6_<name>``, is labelled with the publication instead)."""
     nashconv, ci, summary = tables["nashconv"], tables["ci"], tables["summary"]
     # fig6_<name>: drawn from the publication published/<name> (neurd.pipeline.published)
-    title = None if name == FIGURE else (
-        f"{name}: Fig 6 from the published run published/{name.removeprefix(FIGURE + '_')}")
-    return (plot(nashconv, ci, summary, cfg, title),
-            claims(nashconv, ci, summary, tables["diagnostics"], cfg))
+    label = _scale_name(scale, name)
+    title = None if name == FIGURE else f"{name}: Fig 6 from the published run {label}"
+    return (plot(nashconv, ci, summary, cfg, title, label),
+            claims(nashconv, ci, summary, tables["diagnostics"], cfg, label))

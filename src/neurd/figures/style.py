@@ -22,7 +22,16 @@ PALETTE = {
 }
 LABELS = names.ALGORITHM_LABELS
 ACTION_PALETTE = {"H": "#1f77b4", "T": "#ff7f0e", "F": "#7f7f7f"}
-PHASE_LINE = {"color": "red", "linestyle": "--", "linewidth": 1.0}
+# Phase boundaries: a mark of the axes, not data (a legend may sit over one if it must).
+PHASE_LINE = {"color": "red", "linestyle": "--", "linewidth": 1.0, "gid": "phase-line"}
+# Fewer samples than this (seeds, starts) and a bootstrap band is not drawn as a confidence
+# interval: the percentile bootstrap of a mean from n samples spans about the range of
+# their resampled means, which for normal samples covers the mean in 50% (n = 2), 76% (3),
+# 81% (4), 83% (5) of draws at a nominal 95% (docs/audit.md); each sample is drawn instead,
+# or the figure says that no band is.
+MIN_CI_SAMPLES = 5
+# The gid of the text that says a figure's scale (tests find it by this).
+SCALE_GID = "scale-note"
 
 
 def setup() -> None:
@@ -46,6 +55,145 @@ def label_log_axis(axis) -> None:
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def size(n: float) -> str:
+    """A count for a figure's text: ``10^k`` for a power of ten from 10^4 on, else plain."""
+    n = float(n)
+    if n >= 10_000 and n == int(n):
+        k = len(str(int(n))) - 1
+        if int(n) == 10**k:
+            return f"10^{k}"
+    return f"{n:g}" if n != int(n) else str(int(n))
+
+
+def versus(value: float, paper: float, unit: str, shown: str | None = None) -> str:
+    """A size against the paper's: "100 starts (the paper's)" or "20 of the paper's 100
+    starts"; ``shown``: how to write the paper's number (e.g. "0.33e6")."""
+    paper_text = shown or size(paper)
+    if float(value) == float(paper):
+        return f"{size(value)} {unit} (the paper's)"
+    return f"{size(value)} of the paper's {paper_text} {unit}"
+
+
+def band_text(n: int, what: str, bootstrap) -> str:
+    """How a figure's band is drawn from ``n`` samples (``what``: "seeds", "starts"): its
+    bootstrap confidence interval, or, below :data:`MIN_CI_SAMPLES`, that there is none."""
+    if n >= MIN_CI_SAMPLES:
+        return (f"{int(round(100 * float(bootstrap['confidence'])))}% bootstrap CI "
+                f"({bootstrap['resamples']} resamples, {bootstrap['method']})")
+    return f"no CI: {n} {what} are too few (< {MIN_CI_SAMPLES})"
+
+
+def note(fig, text: str) -> None:
+    """A line of text below a figure's axes (what it was made from)."""
+    fig.text(0.01, 0.0, text, ha="left", va="top", fontsize=8, color="0.25", wrap=True,
+             gid=SCALE_GID)
+
+
+def scale_note(fig, scale: str | None, text: str) -> None:
+    """Say on the figure what it was made from: ``"<scale> scale: <text>"`` below the axes.
+
+    ``scale``: the config's scale (``None``: not known, e.g. a figure drawn by hand)."""
+    note(fig, f"{scale + ' scale' if scale else 'scale not given'}: {text}")
+
+
+# --- legends inside the axes, off the data -----------------------------------------------
+
+LOCATIONS = ("upper right", "upper left", "lower left", "lower right", "center right",
+             "center left", "upper center", "lower center", "center")
+
+
+def obstacles(ax, marks: bool = True) -> list:
+    """What a legend in ``ax`` must not cover, in display coordinates: every line (but
+    the phase lines when ``marks`` is false), band, box, marker and text of the axes."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.path import Path
+
+    renderer = ax.figure.canvas.get_renderer()
+    found = []
+    for line in ax.lines:
+        if not line.get_visible() or (not marks and line.get_gid() == "phase-line"):
+            continue
+        path = line.get_transform().transform_path(line.get_path())
+        found.append(("line", path))
+        if line.get_marker() not in (None, "None", "", " "):
+            found.append(("points", path.vertices))
+    for collection in ax.collections:
+        if not collection.get_visible():
+            continue
+        if isinstance(collection, PathCollection):  # scatter: a marker at every offset
+            found.append(("points", collection.get_offset_transform().transform(
+                collection.get_offsets())))
+            continue
+        transform = collection.get_transform()
+        for path in collection.get_paths():
+            found.append(("area", transform.transform_path(path)))
+    for patch in ax.patches:
+        if patch.get_visible():
+            found.append(("area", patch.get_transform().transform_path(patch.get_path())))
+    for text in ax.texts:
+        if text.get_visible() and text.get_text():
+            box = text.get_window_extent(renderer)
+            found.append(("area", Path.unit_rectangle().transformed(_box_transform(box))))
+    return found
+
+
+def _box_transform(box):
+    from matplotlib.transforms import Affine2D
+
+    return Affine2D().scale(box.width, box.height).translate(box.x0, box.y0)
+
+
+def covers(box, found) -> int:
+    """How many of ``found`` (:func:`obstacles`) the display box ``box`` touches."""
+    import numpy as np
+
+    count = 0
+    for kind, item in found:
+        if kind == "points":
+            points = np.asarray(item)
+            inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+                      & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
+            count += bool(inside.any())
+        else:
+            count += bool(item.intersects_bbox(box, filled=kind == "area"))
+    return count
+
+
+def _legend_box(legend, pad: float = 3.0):
+    box = legend.get_window_extent(legend.figure.canvas.get_renderer())
+    return box.expanded((box.width + 2 * pad) / box.width, (box.height + 2 * pad) / box.height)
+
+
+def place_legend(ax, headroom: int = 4, **kwargs):
+    """A legend inside ``ax`` that covers no data: the first of :data:`LOCATIONS` whose box
+    touches no line, band, marker or text of the axes (phase lines allowed if it must);
+    if none is free, the y axis gains headroom at the top (a quarter of its span, on a
+    log axis of its decades) and the locations are tried again, ``headroom`` times at
+    most; the last resort is the location that covers least.  Call it once the figure's
+    layout is final (after ``tight_layout``): a legend's size is in points, the axes' in
+    inches."""
+    kwargs.pop("loc", None)
+    best = None
+    for attempt in range(headroom + 1):
+        for marks in (True, False):
+            found = obstacles(ax, marks)
+            for loc in LOCATIONS:
+                legend = ax.legend(loc=loc, **kwargs)
+                touched = covers(_legend_box(legend), found)
+                if touched == 0:
+                    return legend
+                if best is None or touched < best[0]:
+                    best = (touched, loc, ax.get_ylim())
+        if attempt < headroom:
+            bottom, top = ax.get_ylim()
+            if ax.get_yscale() == "log":
+                ax.set_ylim(bottom, top * (top / bottom) ** 0.25)
+            else:
+                ax.set_ylim(bottom, top + 0.25 * (top - bottom))
+    ax.set_ylim(best[2])
+    return ax.legend(loc=best[1], **kwargs)
 
 
 # No creation dates in the files: the same tables give byte-identical figures.

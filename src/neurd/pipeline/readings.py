@@ -36,6 +36,7 @@ from neurd.tables import read_table, write_table
 log = logging.getLogger(__name__)
 
 DEFAULT_READING = "default"
+STUDY = "readings study"  # what the study's Fig 6 rows and figure are labelled with
 GRID_COLUMNS = {
     "reading": "the reading: 'default' (the pipeline's) or a variant of config "
                "readings.variants, one change from it",
@@ -146,7 +147,7 @@ def grid_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
     for reading, t in tables.items():
         with float64():
             found = fig6.claims(t["nashconv"], t["ci"], t["summary"], t["diagnostics"],
-                                snapshots[reading])
+                                snapshots[reading], STUDY)
         for claim in found:
             rows.append({"reading": reading, "changes": json.dumps(changes[reading],
                                                                   sort_keys=True),
@@ -245,10 +246,10 @@ def other_figures_table(matrix: Mapping[str, pd.DataFrame], matrix_cfg: Mapping,
     return pd.DataFrame(rows, columns=list(OTHER_COLUMNS))
 
 
-VERDICT_CODES = {"fail": 0, "tie": 1, "differs": 2, "pass": 3}
+VERDICT_CODES = {"fail": 0, "tie": 1, "differs": 2, "pass": 3, "unmeasured": 4}
 
 
-COLOURS = ("#f4b6ae", "#d5d8dc", "#fde7a6", "#a8dcb4")  # fail, tie, differs, pass
+COLOURS = ("#f4b6ae", "#d5d8dc", "#fde7a6", "#a8dcb4", "#bbdefb")  # as VERDICT_CODES
 
 
 def _heat(ax, cells: pd.DataFrame, rows: list[str], columns: list[str], column: str,
@@ -259,7 +260,8 @@ def _heat(ax, cells: pd.DataFrame, rows: list[str], columns: list[str], column: 
     index = cells.set_index(["claim", column])
     codes = [[VERDICT_CODES.get(index.verdict.get((r, c)), float("nan")) for c in columns]
              for r in rows]
-    ax.imshow(codes, cmap=ListedColormap(COLOURS), vmin=-0.5, vmax=3.5, aspect="auto")
+    ax.imshow(codes, cmap=ListedColormap(COLOURS), vmin=-0.5, vmax=len(COLOURS) - 0.5,
+              aspect="auto")
     ax.grid(False)
     for i, r in enumerate(rows):
         for j, c in enumerate(columns):
@@ -312,7 +314,7 @@ def _draw_logits(fig, band, total, collapse, logits, readings) -> None:
     if not default.empty:
         axes[0].axhline(float(default.beta.iloc[0]), color="black", linestyle=":",
                         linewidth=1.0, label=r"threshold $\beta$")
-    axes[0].set_title(f"{game}, eta = {entropy:g}, {DEFAULT_READING} reading ({seeds} seed"
+    axes[0].set_title(rf"{game}, $\alpha$ = {entropy:g}, {DEFAULT_READING} reading ({seeds} seed"
                       f"{'s' if seeds > 1 else ''}):\nper state, the largest |centred logit| "
                       "over its legal actions", fontsize=9)
     axes[0].set_ylabel("|log pi - mean over legal actions|", fontsize=8)
@@ -326,7 +328,7 @@ def _draw_logits(fig, band, total, collapse, logits, readings) -> None:
     run = default[default.algorithm == SPG].sort_values(["iteration", "phase"])
     axes[1].plot(run.iteration, run.at_beta, color="grey", linestyle="--",
                  label=f"SPG, {DEFAULT_READING}")
-    axes[1].set_title(rf"{game}, eta = {entropy:g}: share of states with a centred logit"
+    axes[1].set_title(rf"{game}, $\alpha$ = {entropy:g}: share of states with a centred logit"
                       "\n" r"at or beyond $\pm\beta$ (NeuRD per reading)", fontsize=9)
     axes[1].set_ylabel("share of information states", fontsize=8)
     for ax in axes:
@@ -384,7 +386,8 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
                 ["iteration", "phase"])
             ax.plot(run.iteration, run.policy_entropy, label=reading.replace("_", " "),
                     lw=1.4 if reading == DEFAULT_READING else 0.8)
-        ax.set_title(f"{game}: NeuRD's policy entropy, eta = {lowest:g}", fontsize=9)
+        ax.set_title(rf"{game}: NeuRD's policy entropy, entropy level $\alpha$ = {lowest:g}",
+                     fontsize=9)
         ax.set_xlabel("learning iterations", fontsize=8)
         ax.tick_params(labelsize=7)
         if k == 0:
@@ -401,7 +404,8 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
 
 def _grid_step(args, cfg) -> None:
     from neurd.config import load_snapshot
-    from neurd.figures import style
+    from neurd.figures import fig6, style
+    from neurd.names import game_title
     from neurd.pipeline.neural import jobs, main_critic
 
     readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
@@ -435,7 +439,11 @@ def _grid_step(args, cfg) -> None:
     write_table(other, args.other, columns=OTHER_COLUMNS, config=cfg)
     write_table(collapse, args.collapse, columns=COLLAPSE_COLUMNS, config=cfg)
     write_table(logits, args.logits, columns=LOGIT_COLUMNS, config=cfg)
-    style.save(draw(grid, other, collapse, readings, logits), args.png, args.pdf)
+    fig = draw(grid, other, collapse, readings, logits)
+    nashconv = tables[DEFAULT_READING]["nashconv"]
+    style.note(fig, "; ".join(f"{game_title(g)}: {fig6.scale_label(nashconv, g, STUDY)[0]}"
+                              for g in dict.fromkeys(nashconv.game)))
+    style.save(fig, args.png, args.pdf)
     _write_markdown(grid, other, readings, args.md)
     counts = grid.groupby("reading").verdict.value_counts().unstack(fill_value=0)
     log.info("readings grid:\n%s", counts)
