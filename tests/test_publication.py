@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from neurd import games, publication
-from neurd.pipeline.neural import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS, best_entropies
+from neurd.figures.fig6 import best_entropies
+from neurd.pipeline.neural import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS
 from neurd.publication import BlockSource, PublicationError
 from neurd.publish import expected_snapshot, neural_defaults
 from neurd.tables import read_metadata, write_table

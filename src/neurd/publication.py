@@ -62,6 +62,7 @@ import pandas as pd
 
 from neurd import games as game_files
 from neurd.config import load_snapshot
+from neurd.figures.fig6 import best_entropies
 from neurd.pipeline.neural import (
     CI_COLUMNS,
     CURVES_COLUMNS,
@@ -69,7 +70,6 @@ from neurd.pipeline.neural import (
     NASHCONV_COLUMNS,
     POLICY_COLUMNS,
     SUMMARY_COLUMNS,
-    best_entropies,
     block_name,
     check_block,
     ci_table,

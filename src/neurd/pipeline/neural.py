@@ -590,13 +590,6 @@ def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.Da
     return pd.concat(frames, ignore_index=True)[list(CI_COLUMNS)]
 
 
-def best_entropies(summary: pd.DataFrame, game: str) -> dict[str, float]:
-    """Per algorithm, the entropy level with the lowest mean final NashConv over seeds."""
-    rows = summary[summary.game == game]
-    means = rows.groupby(["algorithm", "entropy"]).final_nash_conv.mean()
-    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()}
-
-
 def game_tables(cfg: Mapping, curves: pd.DataFrame, policies: pd.DataFrame,
                 uniform: np.ndarray) -> dict:
     """A game's five tables from its jobs' curves and policies."""
