@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from neurd import games, publication
+from neurd.figures import fig6
 from neurd.figures.fig6 import best_entropies
 from neurd.pipeline.neural import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS
 from neurd.publication import BlockSource, PublicationError
@@ -190,6 +191,12 @@ def test_a_publication_grows_by_seed_blocks(tiny, tmp_path):
     assert added == ["kuhn/learned_s0-0"] and manifest["games"]["kuhn"]["seeds"] == [0]
     summary = pd.read_parquet(folder / "neural/kuhn/summary.parquet")
     assert sorted(summary.seed.unique()) == [0]
+    checked = publication.check(folder)
+    tables = publication.fig6_tables(publication.check_content(folder, *checked,
+                                                               compiled=tiny["compiled"]),
+                                     folder, *checked)
+    assert "1 of 40 seeds" in fig6.scale_label(tables["nashconv"], "kuhn", "tiny")[0]
+    assert "1 of 3" in (folder / "README.md").read_text()
     manifest, added = _add(tiny, folder, 0, 1, 2)
     assert added == ["kuhn/learned_s1-1", "kuhn/learned_s2-2"]
     assert manifest["games"]["kuhn"]["seeds"] == [0, 1, 2]
@@ -198,6 +205,7 @@ def test_a_publication_grows_by_seed_blocks(tiny, tmp_path):
     tables = publication.fig6_tables(curves, folder, *checked)
     assert sorted(tables["summary"].seed.unique()) == [0, 1, 2]
     assert sorted(tables["nashconv"].seed.unique()) == [0, 1, 2]
+    assert "3 of 40 seeds" in fig6.scale_label(tables["nashconv"], "kuhn", "tiny")[0]
     assert "3 of 3" in (folder / "README.md").read_text()
 
 
