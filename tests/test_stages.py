@@ -39,7 +39,8 @@ def test_figures_come_from_the_stages_with_their_inputs():
     assert by_name["fig3"].section == "rps"
     for job in jobs:
         module = importlib.import_module(f"neurd.figures.{job.module}")
-        assert list(inspect.signature(module.make).parameters) == ["tables", "cfg", "name"]
+        assert list(inspect.signature(module.make).parameters) == ["tables", "cfg", "name",
+                                                                  "scale"]
         assert (ROOT / f"workflow/report/{job.module}.rst").exists()
         assert all(path.startswith(f"results/{job.section}/") for path in job.inputs.values())
 

@@ -1,6 +1,8 @@
 # The readings study (`make readings`; not a target of `rule all`): every reading of
 # config readings is a neural section of its own, run by the Fig 6 steps into
 # results/readings/<reading>/, then one grid of Fig 6's claims under every reading.
+import json
+
 from neurd.pipeline import neural as neural_stage
 from neurd.pipeline.readings import select_jobs, variant_sections
 
@@ -14,7 +16,8 @@ READING_JOBS = {name: neural_stage.jobs(cfg) for name, cfg in READINGS.items()}
 
 rule readings_snapshot:
     """A reading's neural section (the study's scale and the reading's changes, validated
-    with the config): the --config of its Fig 6 steps."""
+    with the config): the --config of its Fig 6 steps.  A `neurd` command, as
+    config_snapshot (a `run:` block this short records a negative runtime)."""
     output:
         res("readings/{reading}/config/neural.json"),
     log:
@@ -22,14 +25,19 @@ rule readings_snapshot:
     wildcard_constraints:
         reading=READING_PATTERN,
     localrule: True
+    conda:
+        CONDA_ENV
     params:
-        cfg=lambda wildcards: {
-            k: v for k, v in READINGS[wildcards.reading].items() if k not in neural_stage.SETTINGS
-        },
-    run:
-        write_json(output[0], params.cfg)
-        with open(log[0], "w") as handle:
-            print(f"wrote {output[0]}", file=handle)
+        cfg=lambda wildcards: json.dumps(
+            {
+                k: v
+                for k, v in READINGS[wildcards.reading].items()
+                if k not in neural_stage.SETTINGS
+            },
+            sort_keys=True,
+        ),
+    shell:
+        "neurd config-snapshot --out {output} {params.cfg:q} > {log} 2>&1"
 
 
 rule readings_run:
