@@ -43,8 +43,8 @@ _RUN_DOCS = {
     "game": "short name of the game (config neural.games; string in neural.game_strings)",
     "algorithm": "'neurd': all-actions NeuRD (logits step along eta * A, thresholded at "
                  "neural.beta); 'spg': all-actions softmax policy gradient (eta * pi * A)",
-    "entropy": "entropy regularisation strength eta of the reward transformation (Perolat "
-               "et al. 2020), uniform reference policy",
+    "entropy": "entropy regularisation level alpha of the reward transformation (Perolat "
+               "et al. 2020 call it eta), uniform reference policy; the figures' alpha",
     "seed": "run seed: initial weights shared by every algorithm and entropy level",
 }
 _POINT_DOCS = {
