@@ -126,7 +126,8 @@ def _gpu_visible() -> bool:
 def test_every_documented_command_runs(name, command, workflow):
     """make: its target exists (make -n); snakemake: a dry run plans it (the paper scale
     without a GPU: refused, naming neural.allow_cpu); neurd: the step and its options parse
-    (check-config runs); a script: --help; installers: named, not run."""
+    (check-config runs); a script: --help; pytest: the tests it names are collected;
+    installers: named, not run."""
     words = shlex.split(command)
     program = words[0]
     if program in ("pip", "conda", ".", "source", "cd", "git"):
@@ -154,6 +155,11 @@ def test_every_documented_command_runs(name, command, workflow):
             assert done.returncode == 0, f"{name}: {command}\n{done.stderr[-2000:]}"
         else:
             build_parser().parse_args(words[1:])  # SystemExit on an unknown step or option
+        return
+    if words[1:3] == ["-m", "pytest"] and program.endswith("python"):
+        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                               *words[3:]], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, f"{name}: {command}\n{done.stdout[-2000:]}"
         return
     if program == "python":
         script = ROOT / words[1]
