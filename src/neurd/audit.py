@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -101,8 +102,6 @@ td.tie { background: #e8eaed; }
 
 def write_html(frame: pd.DataFrame, out: str | os.PathLike) -> None:
     """The claims as an HTML page, a table per figure (what the report's viewer shows)."""
-    from html import escape
-
     counts = frame["verdict"].value_counts()
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>Claims audit</title>",
              f"<style>{HTML_STYLE}</style></head><body>", "<h1>Claims audit</h1>",

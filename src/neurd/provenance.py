@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import importlib.metadata
+import json
 import os
 import platform
-import subprocess
 from collections.abc import Mapping
+from html import escape
+from pathlib import Path
 
-from neurd.tables import config_hash
+from neurd.revision import git_revision
+from neurd.stages import SECTIONS, snapshot
+from neurd.tables import config_hash, write_text
 
 PACKAGES = (
     __package__, "snakemake", "jax", "jaxlib", "open_spiel", "numpy", "scipy",
@@ -27,19 +32,6 @@ def package_versions(names=PACKAGES) -> dict[str, str | None]:
     return versions
 
 
-def git_revision(cwd: str | os.PathLike = ".") -> dict[str, object]:
-    """Commit of the working tree and whether it has uncommitted changes."""
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
-    except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "dirty": None}
-
-
 def machine() -> dict[str, object]:
     import jax
 
@@ -55,9 +47,6 @@ def machine() -> dict[str, object]:
 
 def runtimes(benchmarks: str | os.PathLike) -> list[dict[str, object]]:
     """Every step's wall time and peak memory, from Snakemake's ``benchmark:`` files."""
-    import csv
-    from pathlib import Path
-
     rows = []
     for path in sorted(Path(benchmarks).glob("*.tsv")):
         with open(path) as handle:
@@ -78,8 +67,6 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
     ``neurd.config_hash`` metadata records (a table is made from one section
     plus the seed, less the settings that change no number: :func:`neurd.stages.snapshot`).
     """
-    from neurd.stages import SECTIONS, snapshot
-
     return {
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "git": git_revision(cwd),
@@ -97,11 +84,6 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
 
 def write_html(record: Mapping, path: str | os.PathLike) -> None:
     """Provenance as an HTML page for the report: code, packages, machine, config, runtimes."""
-    import json
-    from html import escape
-
-    from neurd.tables import write_text
-
     def table(rows, header):
         head = "".join(f"<th>{escape(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"

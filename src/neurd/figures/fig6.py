@@ -25,6 +25,7 @@ from neurd import names
 from neurd.audit import Claim, fmt, paired_verdict, verdict
 from neurd.figures import style
 from neurd.names import NEURD, SPG
+from neurd.stats import paired_difference_ci
 
 FIGURE = "fig6"
 INPUTS = {
@@ -195,8 +196,6 @@ def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping) -> tuple[str, str, fl
     """``(measured text, verdict, mean difference)`` of "NeuRD below SPG" from values paired
     by index (seeds, or (entropy, seed)): the bootstrap CI of the mean paired difference
     NeuRD - SPG (shared seeds start from the same weights), ``tie`` where it covers 0."""
-    from neurd.stats import paired_difference_ci
-
     both = neurd.index.intersection(spg.index)
     a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()
     boot = cfg["bootstrap"]

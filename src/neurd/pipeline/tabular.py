@@ -34,7 +34,8 @@ import pandas as pd
 
 from neurd import games, names
 from neurd.config import ConfigError, require
-from neurd.pipeline._stage import Figure, Stage
+from neurd.limits import MB, check_games, within
+from neurd.stage import Figure, Stage
 from neurd.tables import read_table, tidy, write_table
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,6 @@ def check(cfg: Mapping) -> None:
 def inspect(cfg: Mapping, limits: Mapping) -> None:
     """The games (loaded and compiled by OpenSpiel), and the sweep's table, memory and requested
     runtimes against ``limits`` (:mod:`neurd.limits`); errors name the key."""
-    from neurd.limits import MB, check_games, within
-
     sizes = check_games("tabular", cfg, limits)
     runs = len(cfg["learners"]) * len(cfg["step_sizes"])
     rows = len(sizes) * (runs + len(cfg["reference_solvers"])) * int(cfg["checkpoints"])
