@@ -34,6 +34,7 @@ rule neural_game:
         res("benchmarks/neural_game_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -67,6 +68,7 @@ rule neural_run:
         game=NEURAL_GAME_PATTERN,
         critic="learned|exact",
         chunk=r"\d+",
+    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
     threads: 2
@@ -115,6 +117,7 @@ rule neural_table:
         res("benchmarks/neural_table_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1

@@ -24,6 +24,7 @@ rule compile_game:
         res("benchmarks/compile_game_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -49,6 +50,7 @@ rule tabular_sweep:
         res("benchmarks/tabular_sweep_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -78,6 +80,7 @@ rule tabular_reference:
         res("benchmarks/tabular_reference_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -105,6 +108,7 @@ rule tabular_openspiel_check:
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
         solver="|".join(REFERENCE_SOLVERS),
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
