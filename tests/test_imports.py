@@ -69,6 +69,8 @@ LAZY_PACKAGES = {
     "matplotlib": "drawing only (1-2 s with pyplot): the computing steps never draw",
     "mpltern": "Fig 3's ternary axes: drawing only",
     "seaborn": "Fig 6's drawing only (4 s with its imports)",
+    "scipy": "the bootstrap, the Nash sets' linear programs and the ODE solver only: 1 s "
+             "to import, and most steps use none of them",
     "pyspiel": "not needed, nor installed, on a GPU node that runs the neural jobs from "
                "compiled games (README, GPU and cluster)",
     "open_spiel": "as pyspiel (its Python policies)",
@@ -255,12 +257,12 @@ def test_every_import_by_computed_name_is_declared():
 @pytest.mark.parametrize("module", ["neurd.stages", "neurd.cli", "neurd.pipeline.tabular"])
 def test_the_registry_and_the_command_line_load_no_heavy_package(module):
     """What the Snakefile and every `neurd` step load before they compute: no JAX, no
-    OpenSpiel, no plotting (checked on the source, and in a fresh interpreter)."""
+    OpenSpiel, no plotting, no SciPy (checked on the source, and in a fresh interpreter)."""
     import subprocess
 
     _, loaded = _top_level_closure(module)
-    assert not loaded & {"jax", "optax", "flax", "matplotlib", "seaborn", "pyspiel"}, loaded
-    code = (f"import sys, {module}; print(sorted(m for m in ('jax', 'optax', 'flax', "
-            "'matplotlib', 'seaborn', 'pyspiel') if m in sys.modules))")
+    heavy = ("jax", "optax", "flax", "matplotlib", "seaborn", "pyspiel", "scipy")
+    assert not loaded & set(heavy), loaded
+    code = f"import sys, {module}; print(sorted(m for m in {heavy} if m in sys.modules))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]", run.stdout
