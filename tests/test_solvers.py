@@ -84,10 +84,9 @@ def test_summing_in_the_sequence_forms_order_parts_on_goofspiel(games):
     form = sequence_form(game)
     points = [1, 2, 3, 5, 10]
     theirs = solver_nash_conv(GAMES["goofspiel"].string, "cfr_rm", points)
-    sequence = [float(cfr.nash_conv(form, cfr.average_policy(form, cfr.run(form, "rm", 1.0, t))))
-                for t in points]
+    sequence = cfr.cfr_sweep(form, ["rm"], [1.0], points)[0, 0]
     walk = solvers.solver_curves(game, ["cfr_rm"], points)[0]
-    assert np.max(np.abs(np.asarray(sequence) - theirs)) > 1e-6
+    assert np.max(np.abs(sequence - theirs)) > 1e-6
     np.testing.assert_allclose(walk, theirs, rtol=0, atol=1e-12)
 
 
