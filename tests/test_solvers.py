@@ -144,3 +144,40 @@ def test_the_average_policy_is_openspiels_normalisation(games):
     ours = np.asarray(solvers.average_policy(state.cumulative_policy, game.infostate_legal))
     assert np.array_equal(ours, from_openspiel(game, theirs.average_policy()))
     assert pyspiel.nash_conv(openspiel_game(GAMES["leduc"].string), theirs.average_policy()) > 0
+
+
+def test_the_figures_table_needs_every_yardstick_checked_and_passed(games, tmp_path, caplog):
+    """neurd tabular-table refuses a yardstick without OpenSpiel's check, or one that failed it."""
+    import json
+
+    from neurd.cli import main
+    from neurd.tables import write_table
+
+    cfg = _section(iterations=20, checkpoints=5)
+    (tmp_path / "tabular.json").write_text(json.dumps(cfg))
+    drawn = stage.reference(cfg, "kuhn", games["kuhn"])
+    paths = {}
+    for solver, table in drawn.items():
+        paths[solver] = tmp_path / f"reference_{solver}.parquet"
+        write_table(table, paths[solver], columns=stage.NASHCONV_COLUMNS, config=cfg)
+        check = stage.openspiel_check(cfg, "kuhn", solver, games["kuhn"], table)
+        write_table(check, tmp_path / f"openspiel_{solver}.parquet", columns=stage.CHECK_COLUMNS,
+                    config=cfg)
+    sweep = stage.sweep(cfg, "kuhn", games["kuhn"])
+    write_table(sweep, tmp_path / "sweep.parquet", columns=stage.NASHCONV_COLUMNS, config=cfg)
+
+    def table(*checks):
+        return main(["tabular-table", "--config", str(tmp_path / "tabular.json"), "--game",
+                     "kuhn", "--sweep", str(tmp_path / "sweep.parquet"), "--reference",
+                     *map(str, paths.values()), "--checks",
+                     *[str(tmp_path / f"openspiel_{s}.parquet") for s in checks],
+                     "--out", str(tmp_path / "nashconv.parquet")])
+
+    assert table("cfr_rm", "cfr_plus") == 0
+    assert table("cfr_rm") == 2 and "every yardstick needs OpenSpiel's check" in caplog.text
+    failed = pd.read_parquet(tmp_path / "openspiel_cfr_plus.parquet")
+    failed.loc[2, "policy_difference"] = 1e-6
+    write_table(failed, tmp_path / "openspiel_cfr_plus.parquet", columns=stage.CHECK_COLUMNS,
+                config=cfg)
+    caplog.clear()
+    assert table("cfr_rm", "cfr_plus") == 2 and "parts from OpenSpiel's own solver" in caplog.text

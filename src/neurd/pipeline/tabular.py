@@ -312,15 +312,20 @@ def _check_step(args, cfg) -> None:
 
 
 def _table_step(args, cfg) -> None:
-    for path in args.checks:
-        check = read_table(path)
+    references = [read_table(path) for path in args.reference]
+    checks = [read_table(path) for path in args.checks]
+    drawn = sorted(set().union(*(set(t.algorithm) for t in references)))
+    checked = sorted(set().union(*(set(t.algorithm) for t in checks)))
+    if drawn != checked:
+        raise ConfigError(f"--checks cover {checked}, the references drawn are {drawn}: every "
+                          "yardstick needs OpenSpiel's check (tabular-openspiel-check)")
+    for path, check in zip(args.checks, checks):
         worst = float(np.maximum(np.abs(check.nash_conv - check.nash_conv_drawn),
                                  check.policy_difference).max())
         if not worst <= AGREEMENT:
             raise ReferenceMismatch(f"{path}: the yardstick parts from OpenSpiel's own solver "
                                     f"by {worst:.3g} (agreement required: {AGREEMENT})")
-    frames = [read_table(path) for path in (args.sweep, *args.reference)]
-    table = pd.concat(frames, ignore_index=True)
+    table = pd.concat([read_table(args.sweep), *references], ignore_index=True)
     write_table(table, args.out, columns=NASHCONV_COLUMNS, config=cfg,
                 extra={"game_string": _game_string(cfg, args.game)})
 
@@ -366,7 +371,8 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--reference", nargs="*", default=[],
                    help="inputs: reference_<solver>.parquet, one per solver")
     p.add_argument("--checks", nargs="*", default=[],
-                   help="inputs: openspiel_<solver>.parquet, one per solver (each must pass)")
+                   help="inputs: openspiel_<solver>.parquet, one per reference solver (each "
+                        "must have passed)")
     p.add_argument("--out", required=True, help="output: results/tabular/<game>/nashconv.parquet")
 
 
