@@ -181,3 +181,62 @@ def test_the_figures_table_needs_every_yardstick_checked_and_passed(games, tmp_p
                 config=cfg)
     caplog.clear()
     assert table("cfr_rm", "cfr_plus") == 2 and "parts from OpenSpiel's own solver" in caplog.text
+
+
+def _cfr_plus_averaged(game, points, weight):
+    """CFR+ whose average policy weighs iteration t by ``weight(t)`` (OpenSpiel: t)."""
+    import jax
+    import jax.numpy as jnp
+
+    from neurd.tabular.evaluation import nash_conv
+
+    def iterate(tree, state):
+        t = state.iteration + 1
+        state = solvers.SolverState(state.regrets, state.policy, state.cumulative_policy, t)
+        for player in (0, 1):
+            state = solvers._update(tree, state, player, weight(t.astype(jnp.float64)))
+            regrets = jnp.maximum(state.regrets, 0.0)
+            state = solvers.SolverState(regrets, solvers.regret_matching(regrets, tree.legal),
+                                        state.cumulative_policy, t)
+        return state
+
+    advance = jax.jit(lambda tree, state, n: jax.lax.fori_loop(
+        0, n, lambda _, s: iterate(tree, s), state))
+    tree, form = solvers.solver_tree(game), sequence_form(game)
+    state, done, values = solvers.init(tree), 0, []
+    for point in points:
+        state, done = advance(tree, state, int(point) - done), int(point)
+        average = solvers.average_policy(state.cumulative_policy, tree.legal)[tree.restore]
+        values.append(float(nash_conv(form, average)))
+    return np.asarray(values)
+
+
+@pytest.mark.parametrize("mistake, weight", [
+    ("uniform average", lambda t: 1.0 + 0.0 * t),
+    ("weight t - 1", lambda t: t - 1.0),
+    ("a delay of 10 iterations", lambda t: (t - 10.0) * (t > 10.0)),
+])
+def test_the_check_stops_a_cfr_plus_with_another_average(games, mistake, weight):
+    cfg = _section()
+    points = stage.check_points(cfg)
+    drawn = pd.DataFrame({"game": "kuhn", "algorithm": "cfr_plus", "step_size": np.nan,
+                          "iteration": points,
+                          "nash_conv": _cfr_plus_averaged(games["kuhn"], points, weight)})
+    with pytest.raises(stage.ReferenceMismatch, match="at iteration [23]:"):
+        stage.openspiel_check(cfg, "kuhn", "cfr_plus", games["kuhn"], drawn)
+
+
+def test_the_default_prefix_is_long_enough_to_see_another_summation_order(games):
+    """The subtlest mistake known: CFR summed in the sequence form's order equals OpenSpiel's
+    to 1e-9 on Leduc until iteration 588, within the default 1000 iterations checked."""
+    cfg = _section(games=["leduc"], game_strings={"leduc": "leduc_poker"},
+                   expected_infostates={"leduc": 936}, figure_game="leduc", iterations=10000,
+                   checkpoints=40, openspiel_check_iterations=1000)
+    points = stage.check_points(cfg)
+    assert points[-1] == 943  # the last default checkpoint within the first 1000 iterations
+    form = sequence_form(games["leduc"])
+    sequence = cfr.cfr_sweep(form, ["rm"], [1.0], points)[0, 0]
+    drawn = pd.DataFrame({"game": "leduc", "algorithm": "cfr_rm", "step_size": np.nan,
+                          "iteration": points, "nash_conv": sequence})
+    with pytest.raises(stage.ReferenceMismatch, match="at iteration 588:"):
+        stage.openspiel_check(cfg, "leduc", "cfr_rm", games["leduc"], drawn)
