@@ -12,6 +12,9 @@ load affects both alike; the table reports medians over rounds.
 
     python bench/bench_engine.py                 # writes bench/RESULTS.md
     python bench/bench_engine.py --games leduc --rounds 3 --out /tmp/results.md
+
+The file's sections from :data:`KEPT` on (measurements of the whole pipeline,
+made by hand) are kept when it is written again.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from neurd.precision import float64
 from neurd.tabular import cfr, evaluation, solvers
 from neurd.tabular.policies import random_policies, to_openspiel
 from neurd.tabular.sequence_form import sequence_form
+
+KEPT = "\n## The whole pipeline"
 
 
 def timed(function, *args):
@@ -237,7 +242,9 @@ def main(argv=None) -> int:
     command = "python bench/bench_engine.py " + " ".join(argv if argv is not None
                                                          else sys.argv[1:])
     text = report(results, command.strip())
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    kept = out.read_text().partition(KEPT)[1:] if out.exists() else ("", "")
+    out.write_text(text + "".join(kept))
     print(text)
     return 0
 
