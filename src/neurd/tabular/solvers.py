@@ -37,10 +37,13 @@ Why the order matters: Goofspiel's win/draw/loss payoffs make many regrets
 exactly zero in exact arithmetic, rounding leaves some at 1e-17, and regret
 matching turns such a residue into a whole probability; summing in another
 order (as the sequence form of :mod:`neurd.tabular.cfr` does) sends the run
-down another, equally valid path from the first iteration on.  So the walk
-here sums per history, in OpenSpiel's order, and every sum that follows a
-product goes through ``jnp.where``: XLA's CPU compiler otherwise contracts
-``a * b + c`` into one fused multiply-add, which rounds once instead of twice.
+down another, equally valid path: its NashConv parts from OpenSpiel's by more
+than 1e-9 at iteration 3 on Goofspiel and 588 on Leduc.  So the walk here
+sums per history, in OpenSpiel's order; every sum that follows a product
+goes through ``jnp.where`` (XLA's CPU compiler otherwise contracts ``a * b +
+c`` into one fused multiply-add, which rounds once instead of twice) and
+every division is of equal shapes (XLA turns a division by a broadcast into
+a multiplication by the reciprocal).
 
 The tree is laid out level by level (the histories at one depth: player 0's
 decisions, player 1's, chance, terminals), so the walk is a few gathers per
