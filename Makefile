@@ -58,7 +58,7 @@ BASELINE_REV ?= 1d22898
 gpu-allocation-inputs: $(STAMP)
 	$(BIN)/snakemake $(PAPER_RESULTS)/config/neural.json $(PAPER_GAMES_NPZ) --cores $(CORES) \
 	  --configfile workflow/config/paper.yaml --config 'neural={allow_cpu: true}'
-	$(BIN)/python -c 'import json; from neurd.provenance import git_revision, source_hash; \
+	$(BIN)/python -c 'import json; from neurd.revision import git_revision, source_hash; \
 	  print(json.dumps({**git_revision("."), "source_hash": source_hash()}))' \
 	  > $(PAPER_RESULTS)/revision.json
 	rm -rf $(PAPER_RESULTS)/baseline && mkdir -p $(PAPER_RESULTS)/baseline

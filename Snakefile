@@ -36,6 +36,14 @@ validate(
 check_configured(config, workflow.basedir)
 
 
+# Which ready job starts first (Snakemake's priority, highest first): the longest chains of
+# the DAG.  Fig 6's jobs, the longest (each takes both cores of a laptop), by the size of
+# their game; then Fig 4b's per game (compile, sweep, yardsticks, OpenSpiel's checks), so
+# that no long job is left to run alone at the end; then the rest (0).
+PRIORITY_NEURAL = 200
+PRIORITY_TABULAR = 100
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/config.smk"
 include: "workflow/rules/matrix.smk"

@@ -1,14 +1,20 @@
 """Side-by-side benchmark of the exact engine against OpenSpiel, one process, interleaved.
 
 For each game: CFR iterations per second of ``neurd`` (regret matching, the
-same algorithm step for step) against ``pyspiel.CFRSolver``, and NashConv
-evaluations per second against ``pyspiel.nash_conv``.  Setup (walking the
+same algorithm step for step) against ``pyspiel.CFRSolver``, NashConv
+evaluations per second against ``pyspiel.nash_conv``, and Fig 4b's
+yardsticks: the engine's CFR and CFR+ (``neurd.tabular.solvers``, OpenSpiel's
+operations in OpenSpiel's order, bit for bit) against ``pyspiel.CFRSolver``
+and ``pyspiel.CFRPlusSolver``.  Setup (walking the
 game, building solvers) and JIT compilation are timed apart from the steady
 state.  Rounds alternate between the two implementations so that machine
 load affects both alike; the table reports medians over rounds.
 
     python bench/bench_engine.py                 # writes bench/RESULTS.md
     python bench/bench_engine.py --games leduc --rounds 3 --out /tmp/results.md
+
+The file's sections from :data:`KEPT` on (measurements of the whole pipeline,
+made by hand) are kept when it is written again.
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ from _machine import describe  # bench/_machine.py, beside this script
 from neurd.games import compile_game, openspiel_game
 from neurd.names import GAMES
 from neurd.precision import float64
-from neurd.tabular import cfr, evaluation
+from neurd.tabular import cfr, evaluation, solvers
 from neurd.tabular.policies import random_policies, to_openspiel
 from neurd.tabular.sequence_form import sequence_form
+
+KEPT = "\n## The whole pipeline"
 
 
 def timed(function, *args):
@@ -47,7 +55,8 @@ def setup(name: str) -> dict:
     times["sequence_form"], form = timed(sequence_form, compiled)
     game = openspiel_game(string)
     times["pyspiel_solver_setup"], _ = timed(pyspiel.CFRSolver, game)
-    return dict(name=name, compiled=compiled, form=form, game=game, setup=times)
+    times["solver_tree"], tree = timed(solvers.solver_tree, compiled)
+    return dict(name=name, compiled=compiled, form=form, game=game, tree=tree, setup=times)
 
 
 def bench_cfr(case: dict, rounds: int, ours_iterations: int, their_seconds: float) -> dict:
@@ -69,6 +78,32 @@ def bench_cfr(case: dict, rounds: int, ours_iterations: int, their_seconds: floa
     ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
     return dict(ours=ours_s, theirs=theirs_s, speedup=theirs_s / ours_s,
                 jit=first - ours_s * ours_iterations)
+
+
+def bench_yardsticks(case: dict, rounds: int, ours_iterations: int, their_seconds: float
+                     ) -> dict:
+    """Per solver: seconds per iteration of the engine's and of OpenSpiel's, and JIT time."""
+    tree, game = case["tree"], case["game"]
+    results = {}
+    for name, cls in (("cfr_rm", pyspiel.CFRSolver), ("cfr_plus", pyspiel.CFRPlusSolver)):
+        first, _ = timed(solvers.run, tree, name, ours_iterations)
+        solver = cls(game)
+        solver.evaluate_and_update_policy()
+        start = time.perf_counter()
+        solver.evaluate_and_update_policy()
+        their_iterations = max(3, int(their_seconds / (time.perf_counter() - start)))
+        ours, theirs = [], []
+        for _ in range(rounds):
+            elapsed, _ = timed(solvers.run, tree, name, ours_iterations)
+            ours.append(elapsed / ours_iterations)
+            start = time.perf_counter()
+            for _ in range(their_iterations):
+                solver.evaluate_and_update_policy()
+            theirs.append((time.perf_counter() - start) / their_iterations)
+        ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
+        results[name] = dict(ours=ours_s, theirs=theirs_s, speedup=theirs_s / ours_s,
+                             jit=first - ours_s * ours_iterations)
+    return results
 
 
 def bench_nash_conv(case: dict, rounds: int, calls: int, batch: int) -> dict:
@@ -141,18 +176,38 @@ def report(results: list[dict], command: str) -> str:
             f"{fmt_time(n['theirs'])} | {n['speedup']:.0f}x | {n['speedup_batch']:.0f}x |")
     lines += [
         "",
+        "## Fig 4b's yardsticks: CFR and CFR+ as OpenSpiel computes them",
+        "",
+        "The engine's `neurd.tabular.solvers` walks the history tree level by level with "
+        "OpenSpiel's floating-point operations in OpenSpiel's order (bit for bit equal: "
+        "`tests/test_solvers.py`); OpenSpiel's C++ `CFRSolver` and `CFRPlusSolver` walk it "
+        "recursively, looking information states up by string.",
+        "",
+        "| game | CFR: neurd | CFR: OpenSpiel | speed-up | CFR+: neurd | CFR+: OpenSpiel "
+        "| speed-up | JIT (one program for both) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        rm, plus = r["yardsticks"]["cfr_rm"], r["yardsticks"]["cfr_plus"]
+        lines.append(
+            f"| {r['name']} | {fmt_time(rm['ours'])} | {fmt_time(rm['theirs'])} | "
+            f"{rm['speedup']:.0f}x | {fmt_time(plus['ours'])} | {fmt_time(plus['theirs'])} | "
+            f"{plus['speedup']:.0f}x | {fmt_time(rm['jit'])} |")
+    lines += [
+        "",
         "## Setup and compilation (once per game and process)",
         "",
         "| game | walk OpenSpiel tree to arrays | build JAX layout | JIT: CFR loop "
-        "| JIT: NashConv | JIT: NashConv batched | OpenSpiel CFRSolver setup |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| JIT: NashConv | JIT: NashConv batched | OpenSpiel CFRSolver setup "
+        "| yardsticks' layout |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         s, c, n = r["setup"], r["cfr"], r["nash_conv"]
         lines.append(
             f"| {r['name']} | {fmt_time(s['compile_game'])} | {fmt_time(s['sequence_form'])} | "
             f"{fmt_time(c['jit'])} | {fmt_time(n['jit'])} | {fmt_time(n['jit_batch'])} | "
-            f"{fmt_time(s['pyspiel_solver_setup'])} |")
+            f"{fmt_time(s['pyspiel_solver_setup'])} | {fmt_time(s['solver_tree'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -166,6 +221,8 @@ def main(argv=None) -> int:
                         help="neurd CFR iterations per round")
     parser.add_argument("--openspiel-seconds", type=float, default=0.5,
                         help="approximate OpenSpiel CFR time per round")
+    parser.add_argument("--solver-iterations", type=int, default=500,
+                        help="iterations of the engine's CFR and CFR+ per round")
     parser.add_argument("--calls", type=int, default=200, help="neurd NashConv calls per round")
     parser.add_argument("--batch", type=int, default=64, help="policies per batched call")
     parser.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
@@ -175,13 +232,19 @@ def main(argv=None) -> int:
         case = setup(name)
         case["cfr"] = bench_cfr(case, args.rounds, args.iterations, args.openspiel_seconds)
         case["nash_conv"] = bench_nash_conv(case, args.rounds, args.calls, args.batch)
+        case["yardsticks"] = bench_yardsticks(case, args.rounds, args.solver_iterations,
+                                              args.openspiel_seconds)
         print(f"{name}: CFR {case['cfr']['speedup']:.0f}x, NashConv "
-              f"{case['nash_conv']['speedup']:.0f}x", file=sys.stderr)
+              f"{case['nash_conv']['speedup']:.0f}x, yardsticks "
+              f"{case['yardsticks']['cfr_rm']['speedup']:.0f}x and "
+              f"{case['yardsticks']['cfr_plus']['speedup']:.0f}x", file=sys.stderr)
         results.append(case)
     command = "python bench/bench_engine.py " + " ".join(argv if argv is not None
                                                          else sys.argv[1:])
     text = report(results, command.strip())
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    kept = out.read_text().partition(KEPT)[1:] if out.exists() else ("", "")
+    out.write_text(text + "".join(kept))
     print(text)
     return 0
 

@@ -524,7 +524,7 @@ def main(argv=None) -> int:
                               "--format=csv,noheader"], capture_output=True, text=True).stdout
     except OSError:
         smi = ""
-    from neurd.provenance import REVISION_FILE_VARIABLE, git_revision, source_hash
+    from neurd.revision import REVISION_FILE_VARIABLE, git_revision, source_hash
     from neurd.tables import config_hash
 
     if (results / "revision.json").is_file():

@@ -149,7 +149,7 @@ def _allocate(root, minutes, out, *extra):
 
 def _cpu_table(path: Path) -> Path:
     """A throughput table of this CPU for the smoke config (generous: a CPU is slow)."""
-    from neurd.provenance import source_hash
+    from neurd.revision import source_hash
 
     code = source_hash(ROOT / "src/neurd/neural", ROOT / "src/neurd/tabular")
     rows = [dict(r, device="cpu", code="this", revision_code=code, ms_per_cycle=40.0,

@@ -54,14 +54,29 @@ def test_every_rule_that_runs_as_a_job_declares_threads_and_resources():
 
 def test_runtimes_grow_with_the_config():
     from neurd.pipeline.neural import job_runtime_minutes
-    from neurd.pipeline.tabular import reference_runtime_minutes, sweep_runtime_minutes
+    from neurd.pipeline.tabular import (
+        check_runtime_minutes,
+        reference_runtime_minutes,
+        sweep_runtime_minutes,
+    )
 
     tabular = {"learners": ["neurd", "spg"], "step_sizes": [1.0] * 9, "iterations": 200,
-               "checkpoints": 15, "reference_iterations": None}
-    small = sweep_runtime_minutes(tabular, "leduc"), reference_runtime_minutes(tabular, "leduc")
+               "checkpoints": 15, "reference_iterations": None,
+               "reference_solvers": ["cfr_rm", "cfr_plus"], "openspiel_check_iterations": 1000}
+
+    def minutes():
+        return tuple(f(tabular, "leduc") for f in (sweep_runtime_minutes,
+                                                   reference_runtime_minutes,
+                                                   check_runtime_minutes))
+
+    small = minutes()
     tabular["iterations"] = 100_000
-    large = sweep_runtime_minutes(tabular, "leduc"), reference_runtime_minutes(tabular, "leduc")
-    assert small == (11, 11) and large[0] > small[0] and large[1] > 30
+    large = minutes()
+    # OpenSpiel's check runs over the first 1000 iterations whatever the run's length
+    assert small == (11, 11, 11) and large[0] > small[0] and large[1] > small[1]
+    assert large[2] == small[2]
+    tabular["openspiel_check_iterations"] = None
+    assert check_runtime_minutes(tabular, "leduc") > 30
     neural = {"algorithms": ["neurd", "spg"], "entropies": [0.0] * 6, "seeds_per_job": 20,
               "phase_iterations": {"leduc": 330_000}, "phases": 3,
               "throughput": {"leduc": 100_000}}

@@ -84,7 +84,8 @@ def test_the_neural_stage_needs_an_information_state_tensor():
 @pytest.mark.parametrize("section, step, extra", [
     ("neural", "neural-game", ["--out", "k.npz"]),
     ("tabular", "compile-game", ["--out", "k.npz"]),
-    ("tabular", "tabular-reference", ["--solver", "cfr_rm", "--out", "k.parquet"]),
+    ("tabular", "tabular-openspiel-check", ["--solver", "cfr_rm", "--compiled", "k.npz",
+                                            "--reference", "r.parquet", "--out", "k.parquet"]),
 ])
 def test_every_step_turns_a_game_error_into_one_line_naming_the_key(tmp_path, section, step,
                                                                     extra):

@@ -89,11 +89,16 @@ def _steps(res: str, config) -> list[list[str]]:
              "--out", f"{res}/games/{game}.npz"],
             ["tabular-sweep", "--config", cfg["tabular"], "--game", game,
              "--compiled", f"{res}/games/{game}.npz", "--out", f"{table}/sweep.parquet"],
-            *[["tabular-reference", "--config", cfg["tabular"], "--game", game,
-               "--solver", solver, "--out", path]
+            ["tabular-reference", "--config", cfg["tabular"], "--game", game,
+             "--compiled", f"{res}/games/{game}.npz", "--out", *references],
+            *[["tabular-openspiel-check", "--config", cfg["tabular"], "--game", game,
+               "--solver", solver, "--compiled", f"{res}/games/{game}.npz",
+               "--reference", path, "--out", f"{table}/openspiel_{solver}.parquet"]
               for solver, path in zip(tabular["reference_solvers"], references)],
             ["tabular-table", "--config", cfg["tabular"], "--game", game,
              "--sweep", f"{table}/sweep.parquet", "--reference", *references,
+             "--checks", *[f"{table}/openspiel_{solver}.parquet"
+                           for solver in tabular["reference_solvers"]],
              "--out", f"{table}/nashconv.parquet"],
         ]
     neural = config["neural"]

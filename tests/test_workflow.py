@@ -53,9 +53,13 @@ TABLES = {
     "rps/nash_sets.parquet": ["nu", "action", "closed_form", "lower", "upper", "unique"],
 }
 TABULAR_COLUMNS = ["game", "algorithm", "step_size", "iteration", "nash_conv"]
+CHECK_COLUMNS = ["game", "algorithm", "iteration", "nash_conv", "nash_conv_drawn",
+                 "policy_difference"]
 for game in ("kuhn", "leduc"):  # the smoke scale's games
     for name in ("nashconv", "sweep", "reference_cfr_rm", "reference_cfr_plus"):
         TABLES[f"tabular/{game}/{name}.parquet"] = TABULAR_COLUMNS
+    for name in ("openspiel_cfr_rm", "openspiel_cfr_plus"):
+        TABLES[f"tabular/{game}/{name}.parquet"] = CHECK_COLUMNS
 NEURAL_COLUMNS = {
     "nashconv": ["game", "algorithm", "entropy", "seed", "iteration", "phase", "nash_conv"],
     "policies": ["game", "algorithm", "entropy", "seed", "iteration", "phase", "infostate",

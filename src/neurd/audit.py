@@ -32,6 +32,7 @@ import operator
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -323,7 +324,6 @@ td.unmeasured { background: #e3f2fd; }
 
 def write_html(frame: pd.DataFrame, out: str | os.PathLike) -> None:
     """The claims as an HTML page, a table per figure (what the report's viewer shows)."""
-    from html import escape
 
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>Claims audit</title>",
              f"<style>{HTML_STYLE}</style></head><body>", "<h1>Claims audit</h1>",

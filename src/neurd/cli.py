@@ -10,12 +10,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import logging
 import pkgutil
 import shlex
 import signal
 import sys
 import time
+
+from neurd import __version__, publish
+from neurd.audit import gather, write_audit
+from neurd.config import ConfigError, load_snapshot
+from neurd.figures import style
+from neurd.games import GameError, GameFileError
+from neurd.packs import PackError
+from neurd.pipeline.tabular import ReferenceMismatch
+from neurd.precision import float64
+from neurd.provenance import collect, write_html
+from neurd.publication import PublicationError
+from neurd.publish import check_configured
+from neurd.stages import STAGES, load_config, results_root
+from neurd.tables import InputFileError, read_table, write_json
 
 log = logging.getLogger(__package__)
 
@@ -31,12 +46,6 @@ FIGURES = [name for name in _modules("neurd.figures") if name != "style"]
 
 
 def _figure(args) -> None:
-    from neurd.audit import write_audit
-    from neurd.config import load_snapshot
-    from neurd.figures import style
-    from neurd.precision import float64
-    from neurd.tables import read_table
-
     module = importlib.import_module(f"neurd.figures.{args.module}")
     name = args.name or args.module
     tables = {}
@@ -56,17 +65,11 @@ def _figure(args) -> None:
 
 
 def _audit_gather(args) -> None:
-    from neurd.audit import gather
-
     frame = gather(args.audits, args.out, args.html)
     log.info("claims audit: %s", dict(frame.verdict.value_counts()))
 
 
 def _provenance(args) -> None:
-    from neurd.config import load_snapshot
-    from neurd.provenance import collect, write_html
-    from neurd.tables import write_json
-
     record = collect(load_snapshot(args.config), benchmarks=args.benchmarks)
     write_json(args.out, record)
     if args.html:
@@ -74,18 +77,11 @@ def _provenance(args) -> None:
 
 
 def _config_snapshot(args) -> None:
-    import json
-
-    from neurd.tables import write_json
-
     write_json(args.out, json.loads(args.json))
     log.info("wrote %s", args.out)
 
 
 def _check_config(args) -> None:
-    from neurd.publish import check_configured
-    from neurd.stages import load_config, results_root
-
     if args.results_dir:  # the folder only: the config's values, not the games or the GPU
         print(results_root(load_config(args.files, args.workflow, games=False)))
         return
@@ -96,14 +92,10 @@ def _check_config(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from neurd import __version__
-
     parser = argparse.ArgumentParser(prog=__package__, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="step", required=True)
 
-    from neurd import publish
-    from neurd.stages import STAGES
 
     for stage in STAGES.values():
         stage.add_steps(sub)
@@ -161,12 +153,6 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     # Every log begins with the command that made it, so a step can be rerun from its log.
     log.info("command: neurd %s", shlex.join(sys.argv[1:] if argv is None else argv))
-    from neurd.config import ConfigError
-    from neurd.games import GameError, GameFileError
-    from neurd.packs import PackError
-    from neurd.publication import PublicationError
-    from neurd.tables import InputFileError
-
     # Snakemake stops jobs with SIGTERM: exit through the finally blocks, which remove
     # half-written temporary files.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -174,9 +160,9 @@ def main(argv=None) -> int:
     try:
         args.func(args)
     except (ConfigError, GameError, GameFileError, InputFileError, PackError,
-            PublicationError) as error:
-        # a bad snapshot, game, input or publication: the message names the file or key and
-        # what to do
+            PublicationError, ReferenceMismatch) as error:
+        # a bad snapshot, game, input, pack or publication, or a yardstick that parts from
+        # OpenSpiel's: the message names the file or key and what to do
         log.error("neurd %s: %s", args.step, error)
         return 2
     log.info("neurd %s done in %.1fs", args.step, time.perf_counter() - start)

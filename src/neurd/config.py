@@ -9,7 +9,7 @@ any job starts, and both name the offending key.
 Each rule computes from one top-level section plus the global seed:
 :func:`section` builds that dict, the pipeline writes it to
 ``results/config/<section>.json`` and the command-line steps read it back
-(:meth:`neurd.pipeline._stage.Stage.load`), so a step can be rerun by hand
+(:meth:`neurd.stage.Stage.load`), so a step can be rerun by hand
 from the same file.
 """
 

@@ -3,7 +3,7 @@
 Each number of a config is bounded by its schema; their products are not: a
 config of in-range values can still ask for tables of 10^10 rows, networks
 that do not fit in memory, a game far too large to compile or a runtime of
-10^300 minutes.  The stages' ``inspect`` hooks (:class:`neurd.pipeline._stage.Stage`)
+10^300 minutes.  The stages' ``inspect`` hooks (:class:`neurd.stage.Stage`)
 estimate each of these from the config and the games it names and compare it
 with the top-level ``limits`` setting; a message gives the estimate, the cap
 and the keys the estimate is made of.  They run when a config is validated
@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from neurd.config import ConfigError, require
+from neurd.games.compiled import GameError
 
 MB = 2**20
 
@@ -66,7 +67,6 @@ def game_size(game_string: str, max_histories: int) -> GameSize:
     """Load, count and compile ``game_string``; :class:`neurd.games.GameError` if it cannot be
     used or has more than ``max_histories`` histories (counted before it is compiled)."""
     from neurd.games.compile import compile_game
-    from neurd.games.compiled import GameError
     from neurd.games.openspiel import openspiel_game
 
     game = openspiel_game(game_string)
@@ -93,8 +93,6 @@ def check_games(section: str, cfg: Mapping, limits: Mapping, need_tensor: bool =
                 ) -> dict[str, GameSize]:
     """Every game of ``cfg["games"]``: loadable, usable and within ``limits.max_histories``,
     with the information-state count of ``expected_infostates``; errors name the key."""
-    from neurd.games.compiled import GameError
-
     sizes = {}
     for name in cfg["games"]:
         key = f"{section}.game_strings.{name}"

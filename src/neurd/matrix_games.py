@@ -11,7 +11,6 @@ which is the same game up to an affine change of rewards (see the README).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
 
 HEADS, TAILS, FORFEIT = 0, 1, 2
 ACTION_NAMES = ("H", "T", "F")
@@ -127,6 +126,8 @@ def symmetric_equilibrium_bounds(payoff) -> tuple[np.ndarray, np.ndarray]:
 
     Shapes: ``payoff`` ``[A, A]`` -> ``(lower [A], upper [A])``.
     """
+    from scipy.optimize import linprog  # scipy: most steps never solve a linear program
+
     payoff = check_symmetric_zero_sum(payoff)
     n = payoff.shape[0]
     lower, upper = np.empty(n), np.empty(n)

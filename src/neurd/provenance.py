@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
-import hashlib
 import importlib.metadata
 import json
 import os
 import platform
-import subprocess
 from collections.abc import Mapping
+from html import escape
 from pathlib import Path
 
-from neurd.tables import config_hash
+from neurd import __version__
+from neurd.revision import git_revision
+from neurd.stages import SECTIONS, snapshot
+from neurd.tables import InputFileError, config_hash, write_text
 
 PACKAGES = (
     __package__, "snakemake", "jax", "jaxlib", "open_spiel", "numpy", "scipy",
@@ -30,52 +33,6 @@ def package_versions(names=PACKAGES) -> dict[str, str | None]:
     return versions
 
 
-REVISION_FILE_VARIABLE = "NEURD_REVISION_FILE"
-
-
-def source_hash(*folders: str | os.PathLike) -> str:
-    """First 16 hex digits of a SHA-256 over every ``.py`` file under ``folders`` (default:
-    the ``neurd`` package): path and content.  Names the code that ran where no git is."""
-    roots = [Path(f) for f in folders] or [Path(__file__).resolve().parent]
-    digest = hashlib.sha256()
-    for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            digest.update(path.relative_to(root.parent).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def git_revision(cwd: str | os.PathLike = ".") -> dict[str, object]:
-    """Commit of the working tree and whether it has uncommitted changes.
-
-    Where git cannot tell (a copy of the tree without its history, as a GPU machine gets),
-    the file ``$NEURD_REVISION_FILE`` written where git could (``make
-    gpu-allocation-inputs``) names the commit, believed only if the package's source hash
-    now is the one it recorded; else the commit is unknown and the source hash says what ran.
-    """
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    here = source_hash()
-    recorded = {}
-    if os.environ.get(REVISION_FILE_VARIABLE):
-        try:
-            recorded = json.loads(Path(os.environ[REVISION_FILE_VARIABLE]).read_text())
-        except (OSError, ValueError):
-            recorded = {}
-    if isinstance(recorded, dict) and recorded.get("source_hash") == here and recorded.get(
-            "commit"):
-        return {"commit": str(recorded["commit"]), "dirty": bool(recorded.get("dirty")),
-                "source_hash": here}
-    return {"commit": f"unknown (source {here})", "dirty": None, "source_hash": here}
-
-
 def machine() -> dict[str, object]:
     import jax
 
@@ -91,11 +48,6 @@ def machine() -> dict[str, object]:
 
 def runtimes(benchmarks: str | os.PathLike) -> list[dict[str, object]]:
     """Every step's wall time and peak memory, from Snakemake's ``benchmark:`` files."""
-    import csv
-    from pathlib import Path
-
-    from neurd.tables import InputFileError
-
     rows = []
     for path in sorted(Path(benchmarks).glob("*.tsv")):
         try:
@@ -123,9 +75,6 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
     ``neurd.config_hash`` metadata records (a table is made from one section
     plus the seed, less the settings that change no number: :func:`neurd.stages.snapshot`).
     """
-    from neurd import __version__
-    from neurd.stages import SECTIONS, snapshot
-
     return {
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "version": __version__,
@@ -144,11 +93,6 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
 
 def write_html(record: Mapping, path: str | os.PathLike) -> None:
     """Provenance as an HTML page for the report: code, packages, machine, config, runtimes."""
-    import json
-    from html import escape
-
-    from neurd.tables import write_text
-
     def table(rows, header):
         head = "".join(f"<th>{escape(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"

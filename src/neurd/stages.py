@@ -1,7 +1,7 @@
 """The stage registry: every stage of the pipeline, found by one loop.
 
 A stage is a module of :mod:`neurd.pipeline` that defines ``STAGE``
-(:class:`neurd.pipeline._stage.Stage`).  Adding one touches only its own
+(:class:`neurd.stage.Stage`).  Adding one touches only its own
 files and one line of the Snakefile:
 
 * ``src/neurd/pipeline/<section>.py``: its tables, its ``neurd`` steps and
@@ -23,12 +23,17 @@ import importlib
 import math
 import os
 import pkgutil
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from neurd import config as config_sections
+from neurd import configfile
 from neurd.config import ConfigError
-from neurd.pipeline._stage import Stage
+from neurd.stage import Stage
 
 SETTINGS = ("scale", "seed", "limits")  # the top-level keys that are not a stage's section
 
@@ -78,8 +83,6 @@ def check(config: Mapping) -> None:
 def _schema_message(error) -> str:
     """One line for a schema violation: the key as a path (``['neural']['entropies']``) and
     what is wrong, the offending value abridged (a 10^5-item list is not printed)."""
-    import reprlib
-
     import jsonschema
 
     cause = error.__context__  # Snakemake raises its error while handling jsonschema's
@@ -99,9 +102,7 @@ def _schema_message(error) -> str:
 def snapshot(config: Mapping, name: str) -> dict:
     """What the steps of section ``name`` compute from: the section with the global seed,
     less the stage's settings that change no number (:attr:`Stage.settings`)."""
-    from neurd.config import section
-
-    return {key: value for key, value in section(config, name).items()
+    return {key: value for key, value in config_sections.section(config, name).items()
             if key not in STAGES[name].settings}
 
 
@@ -189,8 +190,6 @@ def inspect(config: Mapping) -> None:
 @functools.cache
 def read_schema(path: str) -> dict:
     """A schema file, read once per process (only read, never changed, by its callers)."""
-    import yaml
-
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
 
@@ -242,8 +241,6 @@ def read_config_file(path: str | os.PathLike) -> dict:
     and refuses what Snakemake would take silently or execute: duplicate keys,
     YTE templates, oversized files and alias bombs (:mod:`neurd.configfile`).
     """
-    from neurd import configfile
-
     return configfile.read_config_file(path)
 
 
@@ -282,7 +279,7 @@ def figures(config: Mapping) -> list[FigureJob]:
     """Every figure the config makes, in stage order, with its inputs resolved.
 
     A module's ``INPUTS`` are relative to the results folder (or to the figure's
-    :attr:`~neurd.pipeline._stage.Figure.folder` in it); the jobs' inputs are
+    :attr:`~neurd.stage.Figure.folder` in it); the jobs' inputs are
     under :func:`results_root` of ``config``.
     """
     root = results_root(config)

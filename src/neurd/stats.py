@@ -15,7 +15,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats
 
 METHODS = ("percentile", "basic", "BCa")
 
@@ -44,6 +43,8 @@ def bootstrap_mean_ci(
     Shapes: ``samples`` ``[n]`` or ``[n, m]`` -> ``(mean, low, high)``, each
     ``[]`` or ``[m]``.
     """
+    from scipy import stats  # 1 s to import; most steps never bootstrap
+
     samples = np.asarray(samples, dtype=np.float64)
     _check(samples, resamples, confidence, method)
     column = samples.ndim == 1

@@ -35,6 +35,7 @@ rule neural_game:
         res("benchmarks/neural_game_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -71,6 +72,7 @@ rule neural_run:
         game=NEURAL_GAME_PATTERN,
         critic="learned|exact",
         chunk=r"\d+",
+    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
     threads: 2
@@ -119,6 +121,7 @@ rule neural_table:
         res("benchmarks/neural_table_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1

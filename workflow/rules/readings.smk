@@ -40,6 +40,12 @@ rule readings_snapshot:
         "neurd config-snapshot --out {output} {params.cfg:q} > {log} 2>&1"
 
 
+# A reading's jobs and tables are Fig 6's, under results/readings/<reading>/: the table and
+# combine steps are neural_table's and neural_combine's rules with the reading's paths
+# (use rule ... with). The run step is a rule of its own: its logits output is always there
+# (neural_run has one only with neural.logits_log, decided when the Snakefile is read, and
+# `use rule` can change a rule's files but not its command); its command is neural_run's
+# with that output added.
 rule readings_run:
     """One job of one reading (as neural_run), with its logged runs' centred logits (the
     study's default logs some; a file with no rows where a reading logs none)."""
@@ -76,8 +82,7 @@ rule readings_run:
         " --checkpoint {params.checkpoint} > {log} 2>&1"
 
 
-rule readings_table:
-    """A reading's per-game tables (as neural_table)."""
+use rule neural_table as readings_table with:
     input:
         cfg=res("readings/{reading}/config/neural.json"),
         game=res("neural/{game}/game.npz"),
@@ -101,32 +106,27 @@ rule readings_table:
         ci=res("readings/{reading}/neural/{game}/nashconv_ci.parquet"),
     log:
         res("logs/readings_table_{reading}_{game}.log"),
+    benchmark:
+        res("benchmarks/readings_table_{reading}_{game}.tsv")
     wildcard_constraints:
         reading=READING_PATTERN,
         game=NEURAL_GAME_PATTERN,
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=20,
-    shell:
-        "neurd neural-table --config {input.cfg} --game {wildcards.game} --compiled {input.game}"
-        " --curves {input.curves}"
-        " --policies {input.policies} --nashconv {output.nashconv}"
-        " --policies-out {output.policies} --diagnostics {output.diagnostics}"
-        " --summary {output.summary} --ci {output.ci} > {log} 2>&1"
 
 
-rule readings_combine:
-    """A reading's tables of every game in one of each (as neural_combine)."""
+use rule neural_combine as readings_combine with:
     input:
         cfg=res("readings/{reading}/config/neural.json"),
-        tables=lambda wildcards: expand(
-            res("readings/{reading}/neural/{game}/{name}.parquet"),
-            reading=wildcards.reading,
-            game=NEURAL["games"],
-            name=["nashconv", "diagnostics", "summary", "nashconv_ci"],
+        nashconv=expand(
+            res("readings/{{reading}}/neural/{game}/nashconv.parquet"), game=NEURAL["games"]
+        ),
+        diagnostics=expand(
+            res("readings/{{reading}}/neural/{game}/diagnostics.parquet"), game=NEURAL["games"]
+        ),
+        summary=expand(
+            res("readings/{{reading}}/neural/{game}/summary.parquet"), game=NEURAL["games"]
+        ),
+        ci=expand(
+            res("readings/{{reading}}/neural/{game}/nashconv_ci.parquet"), game=NEURAL["games"]
         ),
     output:
         nashconv=res("readings/{reading}/neural/nashconv.parquet"),
@@ -137,22 +137,6 @@ rule readings_combine:
         res("logs/readings_combine_{reading}.log"),
     wildcard_constraints:
         reading=READING_PATTERN,
-    localrule: True
-    conda:
-        CONDA_ENV
-    params:
-        tables=lambda wildcards: {
-            name: " ".join(
-                res(f"readings/{wildcards.reading}/neural/{g}/{name}.parquet")
-                for g in NEURAL["games"]
-            )
-            for name in ("nashconv", "diagnostics", "summary", "nashconv_ci")
-        },
-        out_dir=lambda wildcards, output: os.path.dirname(output.nashconv),
-    shell:
-        "neurd neural-combine --config {input.cfg} --nashconv {params.tables[nashconv]}"
-        " --diagnostics {params.tables[diagnostics]} --summary {params.tables[summary]}"
-        " --nashconv_ci {params.tables[nashconv_ci]} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule readings_grid:

@@ -1,7 +1,11 @@
 # Figure 4b (and its extras for other games): tabular counterfactual NeuRD vs
 # SPG, i.e. CFR with either local learner, on OpenSpiel games compiled once.
 from neurd.names import REFERENCE_SOLVERS
-from neurd.pipeline.tabular import reference_runtime_minutes, sweep_runtime_minutes
+from neurd.pipeline.tabular import (
+    check_runtime_minutes,
+    reference_runtime_minutes,
+    sweep_runtime_minutes,
+)
 
 TABULAR = config["tabular"]
 TABULAR_GAME_PATTERN = "|".join(TABULAR["games"])
@@ -20,6 +24,7 @@ rule compile_game:
         res("benchmarks/compile_game_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -48,6 +53,7 @@ rule tabular_sweep:
         res("benchmarks/tabular_sweep_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -60,18 +66,24 @@ rule tabular_sweep:
 
 
 rule tabular_reference:
-    """OpenSpiel's C++ CFR (regret matching) or CFR+ at the same checkpoints."""
+    """The yardsticks: CFR (regret matching) and CFR+ at the same checkpoints, as
+    OpenSpiel's CFRSolver and CFRPlusSolver compute them, reproduced by the engine
+    (every configured solver in one program)."""
     input:
         cfg=res("config/tabular.json"),
+        game=res("games/{game}.npz"),
     output:
-        res("tabular/{game}/reference_{solver}.parquet"),
+        expand(
+            res("tabular/{{game}}/reference_{solver}.parquet"),
+            solver=TABULAR["reference_solvers"],
+        ),
     log:
-        res("logs/tabular_reference_{game}_{solver}.log"),
+        res("logs/tabular_reference_{game}.log"),
     benchmark:
-        res("benchmarks/tabular_reference_{game}_{solver}.tsv")
+        res("benchmarks/tabular_reference_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
-        solver="|".join(REFERENCE_SOLVERS),
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
     conda:
         CONDA_ENV
     threads: 1
@@ -80,16 +92,50 @@ rule tabular_reference:
         runtime=lambda wildcards: reference_runtime_minutes(TABULAR, wildcards.game),
     shell:
         "neurd tabular-reference --config {input.cfg} --game {wildcards.game}"
-        " --solver {wildcards.solver} --out {output} > {log} 2>&1"
+        " --compiled {input.game} --out {output} > {log} 2>&1"
+
+
+rule tabular_openspiel_check:
+    """OpenSpiel's own C++ CFR or CFR+ over the first tabular.openspiel_check_iterations
+    iterations against the drawn yardstick: fails, and stops the run, if they part."""
+    input:
+        cfg=res("config/tabular.json"),
+        game=res("games/{game}.npz"),
+        reference=res("tabular/{game}/reference_{solver}.parquet"),
+    output:
+        res("tabular/{game}/openspiel_{solver}.parquet"),
+    log:
+        res("logs/tabular_openspiel_check_{game}_{solver}.log"),
+    benchmark:
+        res("benchmarks/tabular_openspiel_check_{game}_{solver}.tsv")
+    wildcard_constraints:
+        game=TABULAR_GAME_PATTERN,
+        solver="|".join(REFERENCE_SOLVERS),
+    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=lambda wildcards: check_runtime_minutes(TABULAR, wildcards.game),
+    shell:
+        "neurd tabular-openspiel-check --config {input.cfg} --game {wildcards.game}"
+        " --solver {wildcards.solver} --compiled {input.game} --reference {input.reference}"
+        " --out {output} > {log} 2>&1"
 
 
 rule tabular_nashconv:
-    """Sweep and reference curves in the table Figure 4b reads."""
+    """Sweep and reference curves in the table Figure 4b reads, once OpenSpiel's
+    checks have passed."""
     input:
         cfg=res("config/tabular.json"),
         sweep=res("tabular/{game}/sweep.parquet"),
         reference=expand(
             res("tabular/{{game}}/reference_{solver}.parquet"),
+            solver=TABULAR["reference_solvers"],
+        ),
+        checks=expand(
+            res("tabular/{{game}}/openspiel_{solver}.parquet"),
             solver=TABULAR["reference_solvers"],
         ),
     output:
@@ -103,14 +149,20 @@ rule tabular_nashconv:
         CONDA_ENV
     shell:
         "neurd tabular-table --config {input.cfg} --game {wildcards.game}"
-        " --sweep {input.sweep} --reference {input.reference} --out {output} > {log} 2>&1"
+        " --sweep {input.sweep} --reference {input.reference} --checks {input.checks}"
+        " --out {output} > {log} 2>&1"
 
 
 DOCUMENTED += [
     *expand(rules.compile_game.output[0], game=TABULAR["games"]),
     *expand(rules.tabular_sweep.output[0], game=TABULAR["games"]),
     *expand(
-        rules.tabular_reference.output[0],
+        res("tabular/{game}/reference_{solver}.parquet"),
+        game=TABULAR["games"],
+        solver=TABULAR["reference_solvers"],
+    ),
+    *expand(
+        rules.tabular_openspiel_check.output[0],
         game=TABULAR["games"],
         solver=TABULAR["reference_solvers"],
     ),

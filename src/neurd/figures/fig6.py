@@ -34,6 +34,7 @@ from neurd import names
 from neurd.audit import TIE_BELOW, Check, Claim, fmt, paired_check
 from neurd.figures import style
 from neurd.names import NEURD, SPG
+from neurd.stats import paired_difference_ci
 
 FIGURE = "fig6"
 INPUTS = {
@@ -268,7 +269,6 @@ def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str
     """``(measured text, check, mean difference)`` of "NeuRD below SPG" from values paired
     by index (seeds, or (entropy, seed)): the bootstrap CI of the mean paired difference
     NeuRD - SPG (shared seeds start from the same weights), a tie where it covers 0."""
-    from neurd.stats import paired_difference_ci
 
     both = neurd.index.intersection(spg.index)
     a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()

@@ -8,6 +8,7 @@ while it parses).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from neurd import names
 from neurd.tables import atomic_path
@@ -202,8 +203,6 @@ METADATA = {".png": {"Software": None}, ".pdf": {"CreationDate": None, "Producer
 
 def save(fig, png: str | os.PathLike, pdf: str | os.PathLike) -> None:
     """Write the figure as PNG and PDF, each atomically, without dates in them."""
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
 
     for path in (png, pdf):

@@ -25,6 +25,7 @@ what is wrong.
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -178,8 +179,6 @@ def save(game: CompiledGame, path: str | os.PathLike) -> None:
 
 def load(path: str | os.PathLike) -> CompiledGame:
     """Read a game written by :func:`save`; checks format, version, dtypes, shapes."""
-    import zipfile
-
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from neurd.games import TERMINAL
-from neurd.tabular.histories import HistoryTree
+from neurd.tabular.histories import HistoryTree, history_depths
 
 
 @jax.tree_util.register_dataclass
@@ -157,8 +157,6 @@ class DepthIndex:
 def depth_index(game) -> DepthIndex | None:
     """The :class:`DepthIndex` of a compiled game, or ``None`` where an information state is
     at decisions of more than one depth."""
-    from neurd.tabular.histories import history_depths
-
     depth = history_depths(game)
     steps = int(depth.max())  # an episode's steps (HistoryTree.depth)
     decision = game.history_player >= 0

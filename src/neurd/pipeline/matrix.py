@@ -23,7 +23,7 @@ import pandas as pd
 
 from neurd import names
 from neurd.config import require
-from neurd.pipeline._stage import Figure, Stage
+from neurd.stage import Figure, Stage
 from neurd.tables import tidy, write_table
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,11 @@ import pandas as pd
 
 from neurd import games
 from neurd.config import ConfigError, require
-from neurd.pipeline._stage import Figure, Stage
+from neurd.limits import MB, check_games, mlp_parameters, within
+from neurd.revision import git_revision
+from neurd.stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
-from neurd.tables import read_table, tidy, write_table
+from neurd.tables import config_hash, read_table, tidy, write_table
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +171,6 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
     """The games (loaded and compiled by OpenSpiel, with an information-state tensor), and
     each game's tables, job memory and requested runtime against ``limits``
     (:mod:`neurd.limits`); errors name the key."""
-    from neurd.limits import MB, check_games, within
 
     sizes = check_games("neural", cfg, limits, need_tensor=True)
     grid = f"{len(cfg['algorithms'])} algorithms x {len(cfg['entropies'])} entropy levels"
@@ -299,7 +300,6 @@ def job_memory_bytes(cfg: Mapping, size) -> int:
     the float64 exact evaluation over the histories at a checkpoint.  Per
     configuration of the job: the end-of-phase tables kept until the end.
     """
-    from neurd.limits import mlp_parameters
 
     batch = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_batch"])
     job = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_job"])
@@ -666,8 +666,6 @@ def _run_step(args, cfg) -> None:
     if "xla_gpu_deterministic_ops" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_gpu_deterministic_ops=true".strip()
     from neurd.neural import experiment
-    from neurd.provenance import git_revision
-    from neurd.tables import config_hash
 
     job, which = _job(args, cfg)
     compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")

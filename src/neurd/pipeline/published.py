@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from neurd.config import ConfigError
-from neurd.pipeline._stage import Figure, Stage
 from neurd.publication import MANIFEST, PublicationError, _read_manifest, published_games
 from neurd.publication import check as check_publication
+from neurd.stage import Figure, Stage
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,16 @@ import json
 import logging
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
-from neurd.config import ConfigError, require
-from neurd.names import NEURD
-from neurd.pipeline._stage import Stage
-from neurd.tables import read_table, write_table
+from neurd.config import ConfigError, load_snapshot, require
+from neurd.figures import fig1, fig5, fig6, style
+from neurd.names import NEURD, SPG
+from neurd.pipeline.neural import jobs, main_critic
+from neurd.precision import float64
+from neurd.stage import Stage
+from neurd.tables import read_table, write_table, write_text
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +144,6 @@ def grid_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
                snapshots: Mapping[str, Mapping], changes: Mapping[str, Mapping]
                ) -> pd.DataFrame:
     """One row per (reading, claim): Fig 6's claims measured on each reading's tables."""
-    from neurd.figures import fig6
-    from neurd.precision import float64
 
     rows = []
     for reading, t in tables.items():
@@ -165,7 +167,6 @@ def collapse_table(tables: Mapping[str, Mapping[str, pd.DataFrame]],
     """Per reading, game, algorithm, entropy and checkpoint: the mean over seeds of the
     policy's entropy, its share of logits at the threshold and its NashConv (the runs of
     the reading's main critic)."""
-    from neurd.pipeline.neural import main_critic
 
     frames = []
     for reading, t in tables.items():
@@ -182,7 +183,6 @@ def logit_summary(logits: pd.DataFrame, beta: float) -> pd.DataFrame:
     and checkpoint: per information state the largest |centred logit| over its legal
     actions, then over the states its share at or beyond ``beta`` and its quantiles
     (the columns of :data:`LOGIT_COLUMNS` but ``reading``)."""
-    import numpy as np
 
     run = ["game", "algorithm", "entropy", "seed", "iteration", "phase"]
     per_state = (logits.assign(largest=np.abs(logits.centred_logit.to_numpy(np.float64)))
@@ -212,8 +212,8 @@ def other_figures_table(matrix: Mapping[str, pd.DataFrame], matrix_cfg: Mapping,
                         rps: Mapping[str, pd.DataFrame], rps_cfg: Mapping) -> pd.DataFrame:
     """The readings Figs 1, 2 and 5 already compute, as claims under each: the rewards
     (Figs 1-2) and the restarted time average (Fig 5), measured by the audit's own code."""
-    from neurd.figures import fig1, fig2, fig5
-    from neurd.precision import float64
+
+    from neurd.figures import fig2  # puts off JAX (neurd.regret)
 
     with float64():
         found = [*fig1.claims(matrix["sweep"], matrix["tuned"], matrix["readings"], matrix_cfg),
@@ -290,8 +290,6 @@ def _draw_logits(fig, band, total, collapse, logits, readings) -> None:
     where NeuRD's entropy ends lowest, the per-state largest |centred logit| of NeuRD and
     SPG (median, 10-90% band; the default reading) against the threshold beta, and the
     share of states at or beyond beta per reading (mean over the logged seeds)."""
-    from neurd.figures import style
-    from neurd.names import SPG
 
     logged = list(dict.fromkeys(logits.game))
     game = "goofspiel" if "goofspiel" in logged else logged[-1]
@@ -348,7 +346,6 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
     (:func:`_draw_logits`)."""
     import matplotlib.pyplot as plt
 
-    from neurd.figures import style
 
     style.setup()
     claims = list(dict.fromkeys(grid.claim))
@@ -403,10 +400,8 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
 
 
 def _grid_step(args, cfg) -> None:
-    from neurd.config import load_snapshot
     from neurd.figures import fig6, style
     from neurd.names import game_title
-    from neurd.pipeline.neural import jobs, main_critic
 
     readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
     folders = dict(item.partition("=")[::2] for item in args.reading)
@@ -451,7 +446,6 @@ def _grid_step(args, cfg) -> None:
 
 def _write_markdown(grid: pd.DataFrame, other: pd.DataFrame, readings: list[str], path
                     ) -> None:
-    from neurd.tables import write_text
 
     lines = ["# Fig 6's claims under each reading", "",
              "Verdict and headline number per claim (rows) and reading (columns); "

@@ -35,7 +35,7 @@ from neurd.matrix_games import (
     symmetric_equilibrium_bounds,
 )
 from neurd.names import LEARNERS, NEURD, SPG
-from neurd.pipeline._stage import Figure, Stage
+from neurd.stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
 from neurd.tables import read_table, tidy, write_table
 
