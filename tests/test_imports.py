@@ -29,8 +29,8 @@ LAYERS = [
     # streams, statistics, the matrix games and the learners' steps, the source revision
     ["neurd", "neurd.names", "neurd.config", "neurd.precision", "neurd.progress",
      "neurd.streams", "neurd.stats", "neurd.matrix_games", "neurd.learners", "neurd.revision"],
-    # files: tables with provenance, config files
-    ["neurd.tables", "neurd.configfile"],
+    # files: tables with provenance, config files, files carried between machines
+    ["neurd.tables", "neurd.configfile", "neurd.packs"],
     # games compiled to arrays
     ["neurd.games", "neurd.games.*"],
     # computation on games and matrices, and the limits of a run
@@ -38,12 +38,14 @@ LAYERS = [
      "neurd.neural", "neurd.neural.*", "neurd.engine"],
     # what a stage declares; claims and figures
     ["neurd.stage", "neurd.audit", "neurd.figures", "neurd.figures.*"],
-    # the stages (and a published run, drawn by one)
-    ["neurd.pipeline", "neurd.pipeline.*", "neurd.publication"],
+    # the stages (and a published run, drawn by one; the plan of a GPU allocation; neural
+    # NeuRD vs SPG in one call, giving the stage's tables)
+    ["neurd.pipeline", "neurd.pipeline.*", "neurd.publication", "neurd.allocation",
+     "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],
-    # a run's provenance and the command line
-    ["neurd.provenance", "neurd.cli"],
+    # a run's provenance, a publication checked against its config file, the command line
+    ["neurd.provenance", "neurd.publish", "neurd.cli"],
 ]
 
 # Imports by computed name (importlib.import_module), as (module, "top" | "function",

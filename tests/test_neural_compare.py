@@ -1,5 +1,5 @@
 """Neural NeuRD vs SPG on a game of one's own: docs/neural.md runs as written, from Python
-(`neurd.neural.compare`) and from a config file through the pipeline, and both give the
+(`neurd.comparison.compare`) and from a config file through the pipeline, and both give the
 same numbers; compare's defaults are the config's; bad arguments are refused by name."""
 
 import os
@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from neurd.audit import VERDICTS
+from neurd.comparison import DEFAULTS, compare
 from neurd.names import LEARNERS
-from neurd.neural.comparison import DEFAULTS, compare
 from neurd.pipeline.neural import TABLES
 
 ROOT = Path(__file__).resolve().parents[1]

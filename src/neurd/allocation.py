@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from neurd.pipeline.neural import critics, main_critic
+
 # A job's predicted time is start-up + overhead + SAFETY x (cycles x ms + checkpoints x
 # evaluation): the throughput was measured on short segments, the jobs run for minutes.
 # Start-up is what compiling and the first segment took in a fresh process (measured with
@@ -90,7 +92,7 @@ def cycles(cfg: Mapping, game: str) -> int:
 
 def checkpoints(cfg: Mapping, game: str) -> int:
     """Checkpoint evaluations of one run of ``game``."""
-    from neurd.neural.experiment import checkpoint_grid
+    from neurd.neural.experiment import checkpoint_grid  # puts off JAX
 
     return len(checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
                                int(cfg["checkpoints"]["geometric"]),
@@ -157,8 +159,6 @@ class Throughput:
 
 
 def _critics(cfg: Mapping, game: str) -> tuple[str, ...]:
-    from neurd.pipeline.neural import critics
-
     return critics(cfg, game)
 
 
@@ -267,8 +267,6 @@ def _fit(free: list[float], times: list[float]) -> list[int] | None:
 
 
 def _score(plan: Plan, cfg: Mapping, published: Mapping[str, Sequence[int]]) -> tuple:
-    from neurd.pipeline.neural import main_critic
-
     after = plan.seeds_after(published, {g: main_critic(cfg) for g in cfg["games"]})
     return (sum(1 for v in after.values() if v > 0), min(after.values()), sum(after.values()),
             -plan.parallel)
@@ -290,8 +288,6 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
              seconds: float, max_parallel: int = 3, limit: int = 50) -> list[Plan]:
     """The plans of this allocation and the following ones of the same size, until every
     game has every seed (or nothing more fits, or ``limit`` allocations)."""
-    from neurd.pipeline.neural import main_critic
-
     done = {g: list(published.get(g, ())) for g in cfg["games"]}
     out = []
     for _ in range(limit):
@@ -312,8 +308,6 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
 def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], plans: list[Plan]) -> str:
     """The plan for the rest in words: when each game first has a seed at full length and
     when it has all of them."""
-    from neurd.pipeline.neural import main_critic
-
     total, main = int(cfg["seeds"]), {g: main_critic(cfg) for g in cfg["games"]}
     first, full = {}, {}
     done = {g: list(published.get(g, ())) for g in cfg["games"]}

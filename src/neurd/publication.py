@@ -45,6 +45,7 @@ next writer.  Nothing in it is trusted for its hashes alone:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -72,10 +73,14 @@ from neurd.pipeline.neural import (
     SUMMARY_COLUMNS,
     block_name,
     check_block,
+    check_job_table,
     ci_table,
     critics,
+    jobs,
     main_critic,
     parse_block,
+    plan,
+    seed_chunks,
     summary_table,
     uniform_nash_conv,
 )
@@ -368,7 +373,7 @@ def _block_seeds(cfg: Mapping, game: str, blocks: list[str], where: str) -> list
 
 
 def _schedule(cfg: Mapping, game: str) -> tuple[np.ndarray, np.ndarray]:
-    from neurd.neural.experiment import checkpoint_grid
+    from neurd.neural.experiment import checkpoint_grid  # puts off JAX
 
     return checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
                            int(cfg["checkpoints"]["geometric"]),
@@ -453,8 +458,6 @@ def block_provenance(game: str, name: str, meta: Mapping) -> dict:
 
 def _check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.DataFrame, dict]:
     """A block's curves and their metadata, checked (see :func:`check_content`)."""
-    from neurd.pipeline.neural import check_job_table
-
     critic, first, last = parse_block(name)
     try:
         meta = check_job_table(path, cfg, game, critic)
@@ -467,7 +470,7 @@ def _check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.Da
     if not (isinstance(batches, list) and sorted(s for b in batches for s in b) == seeds):
         _fail(path, f"batches {batches} do not partition the block's seeds")
     pieces = meta.get("pieces")
-    from neurd.neural.experiment import PIECE_KEYS
+    from neurd.neural.experiment import PIECE_KEYS  # puts off JAX
 
     if not (isinstance(pieces, list) and pieces and all(
             isinstance(p, dict) and all(k in p for k in PIECE_KEYS) for p in pieces)):
@@ -502,8 +505,6 @@ def _check_policies(cfg: Mapping, game: str, path: Path, seeds: list[int],
     """A block's policies: every run of ``levels`` (algorithm -> entropy; None: every
     level), every seed, phase and legal action, probabilities in [0, 1] summing to 1 over
     each state's legal actions."""
-    from neurd.pipeline.neural import check_job_table
-
     try:
         check_job_table(path, cfg, game)
     except ValueError as error:
@@ -861,8 +862,6 @@ def publish_run(cfg: Mapping, results: str | os.PathLike, folder: str | os.PathL
     """Publish the finished Snakemake jobs of ``games`` in the results folder ``results``
     (made from the neural snapshot ``cfg``, which must be the config as it is now): each job
     is a block of its seeds."""
-    from neurd.pipeline.neural import jobs, seed_chunks
-
     results = Path(results)
     snapshot_path = results / CONFIG
     if not snapshot_path.exists():
@@ -906,10 +905,6 @@ AGREEMENT_NASH_CONV = 1e-3
 def block_job(cfg: Mapping, game: str, name: str, provenance: Mapping):
     """The :class:`~neurd.neural.experiment.Plan` a published block was run as (its seeds in
     the batches its provenance records)."""
-    import dataclasses
-
-    from neurd.pipeline.neural import plan
-
     critic, first, last = parse_block(name)
     batches = [tuple(b) for b in provenance["batches"]]
     size = len(batches[0])
@@ -931,9 +926,7 @@ def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGRE
     phase length, so these iterations are the same computation as the published run's
     first ones, whatever its checkpoint schedule.
     """
-    import dataclasses
-
-    from neurd.neural import experiment
+    from neurd.neural import experiment  # puts off JAX
 
     if type(cycles) is not int or cycles < 1:
         raise PublicationError(f"cycles must be a whole number >= 1 (a reproduction of no "
@@ -977,7 +970,7 @@ def phase_end_nash_conv(folder: str | os.PathLike, game: str, compiled,
     """The exact NashConv (engine, float64, no OpenSpiel) of every published policy at its
     phase's end, in that phase's game, beside the published value: ``block, algorithm,
     entropy, seed, phase, published, recomputed, difference``."""
-    from neurd import engine
+    from neurd import engine  # puts off JAX
 
     manifest, cfg = checked if checked is not None else check(folder)
     entry = manifest["games"].get(game) or {"blocks": []}

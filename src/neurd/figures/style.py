@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from neurd import names
 from neurd.tables import atomic_path
 
@@ -148,7 +150,6 @@ def _box_transform(box):
 
 def covers(box, found) -> int:
     """How many of ``found`` (:func:`obstacles`) the display box ``box`` touches."""
-    import numpy as np
 
     count = 0
     for kind, item in found:

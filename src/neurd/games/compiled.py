@@ -24,6 +24,7 @@ what is wrong.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import zipfile
 from dataclasses import dataclass, fields, replace
@@ -211,8 +212,6 @@ def load(path: str | os.PathLike) -> CompiledGame:
 def content_hash(game: CompiledGame) -> str:
     """First 16 hex digits of a SHA-256 over every field of ``game`` (name, dtype, shape and
     bytes of each array): the same game compiled on any machine has the same hash."""
-    import hashlib
-
     digest = hashlib.sha256()
     for f in sorted(fields(game), key=lambda f: f.name):
         value = np.asarray(getattr(game, f.name))

@@ -1,7 +1,5 @@
 """Neural NeuRD and SPG (paper Section 5, Fig 6, Algorithm 1), on the compiled game.
 
-* :func:`compare` (:mod:`~neurd.neural.comparison`): NeuRD vs SPG on any game in one
-  call with defaults, returning the tables the pipeline writes (``docs/neural.md``);
 * :mod:`~neurd.neural.experiment`: one job of Fig 6 (:class:`~neurd.neural.experiment.Plan`,
   :func:`~neurd.neural.experiment.run`): checkpoints, exact NashConv, saved state;
 * :mod:`~neurd.neural.networks`: the policy and critic MLPs (flax);
@@ -12,16 +10,7 @@
 * :mod:`~neurd.neural.train`: the learning loop of every (algorithm, entropy
   level, seed) configuration of a game as one jitted program, in float32, with
   the exact NashConv of the current network policy at checkpoints (float64).
+
+NeuRD vs SPG on any game in one call, with the pipeline's defaults and tables, is
+:func:`neurd.comparison.compare` (``docs/neural.md``).
 """
-
-_COMPARISON = ("compare", "Comparison", "DEFAULTS")
-__all__ = list(_COMPARISON)
-
-
-def __getattr__(name):
-    # imported on first use: `import neurd.neural.train` does not import pandas
-    if name in _COMPARISON:
-        from neurd.neural import comparison
-
-        return getattr(comparison, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

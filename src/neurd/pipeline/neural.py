@@ -24,6 +24,8 @@ import logging
 import math
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -35,7 +37,7 @@ from neurd.limits import MB, check_games, mlp_parameters, within
 from neurd.revision import git_revision
 from neurd.stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
-from neurd.tables import config_hash, read_table, tidy, write_table
+from neurd.tables import InputFileError, config_hash, read_metadata, read_table, tidy, write_table
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +235,6 @@ def cpu_hours(cfg: Mapping, sizes: Mapping) -> dict[str, float]:
 def gpu_visible() -> bool:
     """Whether JAX sees a GPU on this machine, as a job started here would (asked in a child
     process, which allocates no GPU memory, so that this one never starts a JAX backend)."""
-    import subprocess
-    import sys
 
     probe = "import jax; print(jax.default_backend())"
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
@@ -709,8 +709,6 @@ def check_job_table(path, cfg: Mapping, game: str, critic: str | None = None) ->
     """A job's table's metadata, checked to be ``cfg``'s run of ``game`` (its config hash,
     game string and, where given, critic); else :class:`~neurd.tables.InputFileError`
     naming the file and what differs."""
-    from neurd.tables import InputFileError, config_hash, read_metadata
-
     try:
         meta = read_metadata(path)
     except (OSError, ValueError) as error:

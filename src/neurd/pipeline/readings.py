@@ -31,7 +31,7 @@ import pandas as pd
 
 from neurd.config import ConfigError, load_snapshot, require
 from neurd.figures import fig1, fig5, fig6, style
-from neurd.names import NEURD, SPG
+from neurd.names import NEURD, SPG, game_title
 from neurd.pipeline.neural import jobs, main_critic
 from neurd.precision import float64
 from neurd.stage import Stage
@@ -400,9 +400,6 @@ def draw(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
 
 
 def _grid_step(args, cfg) -> None:
-    from neurd.figures import fig6, style
-    from neurd.names import game_title
-
     readings = [r for r, _ in (item.partition("=")[::2] for item in args.reading)]
     folders = dict(item.partition("=")[::2] for item in args.reading)
     unknown = sorted(set(readings) - {DEFAULT_READING, *cfg["variants"]})

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from neurd import games
 from neurd.games import CompiledGame, GameError
 from neurd.names import LEARNERS
+from neurd.pipeline import neural as stage
 
 # The neural section's learning and table keys, at their defaults (those of
 # workflow/schemas/neural.schema.yaml; tests/test_neural_compare.py keeps them equal):
@@ -109,9 +111,7 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
     Bad arguments raise :class:`ValueError` naming the argument; a game the engine or the
     networks cannot take raises :class:`neurd.games.GameError` with the reason.
     """
-    from neurd import games
-    from neurd.neural import experiment
-    from neurd.pipeline import neural as stage
+    from neurd.neural import experiment  # puts off JAX
 
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
