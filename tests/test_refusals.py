@@ -194,3 +194,17 @@ def test_a_corrupt_benchmark_file_is_named(tmp_path):
                           cwd=ROOT)
     _refused_in_one_line(done, "step.tsv cannot be read as Snakemake's benchmark table")
     assert not (tmp_path / "provenance.json").exists()
+
+
+def test_the_tabular_steps_refuse_the_compiled_game_of_another_key(job, tmp_path):
+    from neurd.stages import snapshot, validate
+
+    config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
+    validate(config, ROOT / "workflow/schemas")
+    (tmp_path / "tabular.json").write_text(json.dumps(snapshot(config, "tabular")))
+    done = subprocess.run([NEURD, "tabular-sweep", "--config", str(tmp_path / "tabular.json"),
+                           "--game", "kuhn", "--compiled", str(job / "leduc.npz"),
+                           "--out", str(tmp_path / "sweep.parquet")], capture_output=True,
+                          text=True)
+    _refused_in_one_line(done, "leduc.npz", "tabular.game_strings.kuhn")
+    assert not (tmp_path / "sweep.parquet").exists()

@@ -287,13 +287,13 @@ def _compile_step(args, cfg) -> None:
 
 
 def _sweep_step(args, cfg) -> None:
-    compiled = games.load(args.compiled)
+    compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "tabular")
     write_table(sweep(cfg, args.game, compiled), args.out, columns=NASHCONV_COLUMNS,
                 config=cfg, extra={"game_string": compiled.game_string})
 
 
 def _reference_step(args, cfg) -> None:
-    compiled = games.load(args.compiled)
+    compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "tabular")
     if len(args.out) != len(cfg["reference_solvers"]):
         raise ConfigError(f"--out names {len(args.out)} files for the "
                           f"{len(cfg['reference_solvers'])} tabular.reference_solvers "
@@ -305,7 +305,7 @@ def _reference_step(args, cfg) -> None:
 
 def _check_step(args, cfg) -> None:
     _openspiel_string(cfg, args.game)  # a bad game string is named before any file is read
-    compiled = games.load(args.compiled)
+    compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "tabular")
     table = openspiel_check(cfg, args.game, args.solver, compiled, read_table(args.reference))
     write_table(table, args.out, columns=CHECK_COLUMNS, config=cfg,
                 extra={"game_string": compiled.game_string})
