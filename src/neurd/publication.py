@@ -549,10 +549,12 @@ def _check_policies(cfg: Mapping, game: str, path: Path, seeds: list[int],
 # --- the content check ---------------------------------------------------------------------
 
 
-def compiled_games(cfg: Mapping, given: Mapping | None = None) -> dict:
-    """The config's games compiled (``given[game]``: a compiled game to use instead)."""
+def compiled_games(cfg: Mapping, given: Mapping | None = None,
+                   names: Iterable[str] | None = None) -> dict:
+    """The config's games (or those of ``names``) compiled (``given[game]``: a compiled game
+    to use instead)."""
     out = {}
-    for game in cfg["games"]:
+    for game in cfg["games"] if names is None else names:
         if given and game in given:
             out[game] = given[game]
         else:
@@ -593,7 +595,8 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
     (every block's, concatenated).  ``compiled``: the config's games, compiled (else compiled
     here with OpenSpiel); each block's game content hash must be theirs."""
     folder = Path(folder)
-    games = compiled_games(cfg, compiled) if manifest["games"] else {}
+    games = compiled_games(cfg, compiled, [g for g, e in manifest["games"].items()
+                                           if e["blocks"]])
     curves = {}
     for game, entry in manifest["games"].items():
         if not entry["blocks"]:
@@ -779,7 +782,7 @@ def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockS
     skipped), and the game's derived tables are made again over all its blocks.
     """
     sources = list(sources)
-    games_compiled = compiled_games(cfg, compiled)
+    games_compiled = compiled_games(cfg, compiled, sorted({s.game for s in sources}))
     added: list[str] = []
 
     def write(build: Path, games: dict) -> None:
@@ -833,8 +836,8 @@ def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockS
                                      key=lambda b: (parse_block(b)[0], parse_block(b)[1]))
             added.append(f"{game}/{name}")
         for game, entry in games.items():
-            if not entry["blocks"]:
-                continue
+            if not entry["blocks"] or game not in games_compiled:
+                continue  # no block, or no new one: its tables stand
             where = f"{folder}: {game}"
             entry["seeds"] = _block_seeds(cfg, game, entry["blocks"], where)
             frames = [read_table(build / block_folder(game, b) / "curves.parquet")
