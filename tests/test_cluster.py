@@ -172,7 +172,7 @@ def slurm(tmp_path_factory):
 
 def _copy_workflow(dest: Path) -> Path:
     dest.mkdir(parents=True)
-    for name in ("Snakefile", "workflow", "profiles"):
+    for name in ("Snakefile", "workflow", "profiles", "published"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
     return dest

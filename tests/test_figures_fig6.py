@@ -18,6 +18,7 @@ from neurd.audit import VERDICTS
 from neurd.config import load_snapshot
 from neurd.figures import fig6, style
 from neurd.names import NEURD, SPG
+from neurd.pipeline.neural import NASHCONV_COLUMNS
 from neurd.precision import float64
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,11 @@ PAPER = fig6.PAPER_PHASE_ITERATIONS
 
 
 def _source() -> pd.DataFrame:
-    return pd.read_parquet(SMOKE / "neural/kuhn/nashconv.parquet")
+    """The smoke publication's Kuhn NashConv curves of the learned critic, all its blocks."""
+    blocks = sorted((SMOKE / "neural/kuhn/blocks").glob("learned_s*/curves.parquet"))
+    assert blocks, "the smoke publication has no learned-critic Kuhn blocks"
+    curves = pd.concat([pd.read_parquet(path) for path in blocks], ignore_index=True)
+    return curves[list(NASHCONV_COLUMNS)]
 
 
 def tables(games: dict[str, tuple[int, int]]) -> dict[str, pd.DataFrame]:

@@ -34,6 +34,7 @@ import pandas as pd
 from neurd import games
 from neurd.config import ConfigError, require
 from neurd.limits import MB, check_games, mlp_parameters, within
+from neurd.names import GAMES
 from neurd.revision import git_revision
 from neurd.stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
@@ -211,8 +212,8 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
 # Configuration-iterations per second of the neural stage on two CPU cores (24 configurations,
 # bench/NEURAL.md), per game string; another game is estimated from its information states at
 # Goofspiel's cost per state, and at most Kuhn's rate.
-CPU_RATES = {"kuhn_poker": 5.7e4, "leduc_poker": 6.0e3,
-             "goofspiel(num_cards=5,imp_info=True,points_order=descending)": 1.7e3}
+CPU_RATES = {GAMES["kuhn"].string: 5.7e4, GAMES["leduc"].string: 6.0e3,
+             GAMES["goofspiel"].string: 1.7e3}
 CPU_SECONDS_PER_INFOSTATE = 1 / (1.7e3 * 2124)
 CPU_HOURS_WITHOUT_GPU = 24.0  # more than this on the CPU is refused unless neural.allow_cpu
 
@@ -224,7 +225,7 @@ def cpu_hours(cfg: Mapping, sizes: Mapping) -> dict[str, float]:
     hours = {}
     for game, size in sizes.items():
         rate = CPU_RATES.get(cfg["game_strings"][game], min(
-            CPU_RATES["kuhn_poker"], 1 / (CPU_SECONDS_PER_INFOSTATE * size.infostates)))
+            CPU_RATES[GAMES["kuhn"].string], 1 / (CPU_SECONDS_PER_INFOSTATE * size.infostates)))
         runs = 2 if game in cfg["exact_critic_games"] and main_critic(cfg) != EXACT else 1
         work = runs * configs * int(cfg["phase_iterations"][game]) * int(cfg["phases"])
         hours[game] = work / rate / 3600
