@@ -197,9 +197,18 @@ def test_smoke_scale_runs_as_slurm_jobs_with_the_local_tables(slurm, tmp_path):
     stats = (run.stdout + run.stderr).split("Job stats:", 1)[1].split("total", 1)[0]
     counts = dict(re.findall(r"(?m)^(\w+)\s+(\d+)\s*$", stats))
     local_rules = {"all", "config_snapshot", "tabular_nashconv", "claims_audit", "provenance",
-                   "neural_combine"}
+                   "neural_combine", "published_tables"}
     expected = sum(int(n) for rule, n in counts.items() if rule not in local_rules)
     assert len(submitted) == expected > 25
+    # the profile's set-threads gives each neural job two CPUs (locally it asks for one)
+    asked = {}
+    for line in jobs:
+        job = re.search(r"JobId=(\d+)", line).group(1)
+        if job in submitted:
+            comment = re.search(r"Comment=(\S*)", line)
+            rule = "neural_run" if comment and "neural_run" in comment.group(1) else "other"
+            asked.setdefault(rule, set()).add(int(re.search(r"NumCPUs=(\d+)", line).group(1)))
+    assert asked == {"neural_run": {2}, "other": {1}}, jobs[:2]
     local = _copy_workflow(tmp_path / "local")
     subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *smoke], cwd=local,
                    check=True, capture_output=True)

@@ -75,7 +75,11 @@ rule neural_run:
     priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
     conda:
         CONDA_ENV
-    threads: 2
+    # One core asked for, though XLA spreads a cycle over every core it sees: a job asking
+    # for two on a two-core machine never starts while one-core jobs keep one core busy,
+    # and would wait for all of them (bench/RESULTS.md). A cluster job gets two
+    # (profiles/slurm: set-threads), which XLA then uses.
+    threads: 1
     resources:
         mem_mb=8000,
         runtime=lambda wildcards: job_runtime_minutes(NEURAL, wildcards.game),
