@@ -59,51 +59,40 @@ def setup(name: str) -> dict:
     return dict(name=name, compiled=compiled, form=form, game=game, tree=tree, setup=times)
 
 
-def bench_cfr(case: dict, rounds: int, ours_iterations: int, their_seconds: float) -> dict:
-    form, game = case["form"], case["game"]
-    first, _ = timed(cfr.run, form, "rm", 1.0, ours_iterations)
-    ours, theirs = [], []
-    solver = pyspiel.CFRSolver(game)
+def interleaved(ours, solver, rounds: int, ours_iterations: int, their_seconds: float) -> dict:
+    """Seconds per iteration of ``ours(iterations)`` and of OpenSpiel's ``solver``, timed in
+    turns (``rounds`` medians), and our first call's extra time (JIT)."""
+    first, _ = timed(ours, ours_iterations)
     solver.evaluate_and_update_policy()
     start = time.perf_counter()
     solver.evaluate_and_update_policy()
     their_iterations = max(3, int(their_seconds / (time.perf_counter() - start)))
+    mine, theirs = [], []
     for _ in range(rounds):
-        elapsed, _ = timed(cfr.run, form, "rm", 1.0, ours_iterations)
-        ours.append(elapsed / ours_iterations)
+        elapsed, _ = timed(ours, ours_iterations)
+        mine.append(elapsed / ours_iterations)
         start = time.perf_counter()
         for _ in range(their_iterations):
             solver.evaluate_and_update_policy()
         theirs.append((time.perf_counter() - start) / their_iterations)
-    ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
+    ours_s, theirs_s = statistics.median(mine), statistics.median(theirs)
     return dict(ours=ours_s, theirs=theirs_s, speedup=theirs_s / ours_s,
                 jit=first - ours_s * ours_iterations)
+
+
+def bench_cfr(case: dict, rounds: int, ours_iterations: int, their_seconds: float) -> dict:
+    form = case["form"]
+    return interleaved(lambda n: cfr.run(form, "rm", 1.0, n), pyspiel.CFRSolver(case["game"]),
+                       rounds, ours_iterations, their_seconds)
 
 
 def bench_yardsticks(case: dict, rounds: int, ours_iterations: int, their_seconds: float
                      ) -> dict:
     """Per solver: seconds per iteration of the engine's and of OpenSpiel's, and JIT time."""
     tree, game = case["tree"], case["game"]
-    results = {}
-    for name, cls in (("cfr_rm", pyspiel.CFRSolver), ("cfr_plus", pyspiel.CFRPlusSolver)):
-        first, _ = timed(solvers.run, tree, name, ours_iterations)
-        solver = cls(game)
-        solver.evaluate_and_update_policy()
-        start = time.perf_counter()
-        solver.evaluate_and_update_policy()
-        their_iterations = max(3, int(their_seconds / (time.perf_counter() - start)))
-        ours, theirs = [], []
-        for _ in range(rounds):
-            elapsed, _ = timed(solvers.run, tree, name, ours_iterations)
-            ours.append(elapsed / ours_iterations)
-            start = time.perf_counter()
-            for _ in range(their_iterations):
-                solver.evaluate_and_update_policy()
-            theirs.append((time.perf_counter() - start) / their_iterations)
-        ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
-        results[name] = dict(ours=ours_s, theirs=theirs_s, speedup=theirs_s / ours_s,
-                             jit=first - ours_s * ours_iterations)
-    return results
+    return {name: interleaved(lambda n, name=name: solvers.run(tree, name, n), cls(game),
+                              rounds, ours_iterations, their_seconds)
+            for name, cls in (("cfr_rm", pyspiel.CFRSolver), ("cfr_plus", pyspiel.CFRPlusSolver))}
 
 
 def bench_nash_conv(case: dict, rounds: int, calls: int, batch: int) -> dict:
