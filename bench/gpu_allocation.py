@@ -19,6 +19,9 @@ most 16 MiB).  Within ``--minutes`` this command
    for ``--baseline`` (an older ``src`` tree) with one job; a profile trace
    (``jax.profiler``) of a short Leduc and Goofspiel segment.  Programs are
    compiled once, in parallel, into a compilation cache the jobs then share.
+   What prices the plan comes first: every game at N = 480 and 12 with 1, 2 and 3
+   jobs, then the other sizes, then the baseline; each round keeps the cells it
+   timed when the budget ends it, so a short budget still prices every block.
 3. **plans** (:func:`neurd.allocation.plan`): the seed blocks that fit what is
    left, the paper's length first (every game with a seed) then seeds, from the
    measured (or given) throughput and the seeds the publication already has;
@@ -65,6 +68,12 @@ from neurd.packs import pack  # noqa: E402
 
 SIZES = (12, 60, 120, 240, 480)
 PARALLEL = (1, 2, 3)
+# The order in which the sizes are timed, and the sizes of the first round of timings: the plan
+# prices a block linearly between measured sizes, below the smallest at the smallest's time and
+# never above the largest, so N = 480 alone prices every block (high), and N = 12 prices the
+# one-seed blocks that put the paper's length first; the sizes in between sharpen the prices.
+SIZE_ORDER = (480, 12, 120, 240, 60)
+FIRST_SIZES = (480, 12)
 GAMES = ("kuhn", "leduc", "goofspiel")
 
 
@@ -205,6 +214,14 @@ def worker(args) -> int:
     from neurd.neural import train
 
     rows = []
+    out = Path(args.out)
+
+    def save() -> None:  # after every cell: a worker stopped at a deadline keeps what it timed
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(rows))
+        os.replace(tmp, out)
+
+    save()
     for cell in args.cells:
         name, critic, n = cell.split(":")
         compiled = games.load(Path(args.games) / name / "game.npz")
@@ -243,20 +260,42 @@ def worker(args) -> int:
                 row["checkpoint_seconds"] = round(gpu_check._checkpoint_seconds(
                     compiled, spec, game, states, etas, train), 4)
         rows.append(row)
+        save()
         print(json.dumps(row), flush=True)
         if (args.profile and name in ("leduc", "goofspiel") and critic == "learned"
                 and int(n) == max(SIZES)):
             with jax.profiler.trace(str(Path(args.profile) / f"{name}-{n}")):
                 jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 500,
                                                         20, np.float32(1.0)))
-    Path(args.out).write_text(json.dumps(rows))
     return 0
+
+
+def _timed_by_all(rows: list[dict], parallel: int) -> list[dict]:
+    """The rows of the cells every one of ``parallel`` workers timed (a cell timed by some of
+    them only, the others stopped, was not timed with the GPU shared ``parallel`` ways)."""
+    count: dict[tuple, int] = {}
+    for row in rows:
+        key = (row["game"], row["critic"], row["configurations"])
+        count[key] = count.get(key, 0) + 1
+    return [r for r in rows if count[(r["game"], r["critic"], r["configurations"])] >= parallel]
+
+
+def measurement_order(cells: list[str]) -> list[list[str]]:
+    """Cells ``game:critic:N`` as rounds of timing: first every game and critic at
+    ``FIRST_SIZES``, then at the other sizes, each in ``SIZE_ORDER``."""
+    def size(cell: str) -> int:
+        return int(cell.rsplit(":", 1)[1])
+
+    ordered = sorted(cells, key=lambda c: (SIZE_ORDER.index(size(c)), cells.index(c)))
+    first = [c for c in ordered if size(c) in FIRST_SIZES]
+    return [r for r in (first, [c for c in ordered if c not in first]) if r]
 
 
 def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: int, extra,
              seconds: float) -> list[dict]:
-    """``parallel`` workers over ``cells`` at once; their rows (none if they overrun)."""
-    work = report.work / "measure" / what
+    """``parallel`` workers over ``cells`` at once; the rows of the cells they all timed
+    before they ended or were stopped at the end of ``seconds``."""
+    work = report.work / "measure" / what.replace(" ", "_")
     work.mkdir(parents=True, exist_ok=True)
     sync = work / "sync"
     processes = []
@@ -267,30 +306,36 @@ def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: i
                    "--slot", str(slot), "--sync", str(sync), "--cells", *cells, *extra]
         processes.append((out, subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                                 stderr=subprocess.STDOUT, text=True)))
-    rows = []
     deadline = time.monotonic() + seconds
-    for out, process in processes:
+    for _, process in processes:
         try:
             output, _ = process.communicate(timeout=max(deadline - time.monotonic(), 1.0))
         except subprocess.TimeoutExpired:
             for _, p in processes:
                 p.kill()
-            report.step(f"measure {what}", skipped=f"overran {seconds:.0f} s")
-            return []
+                p.wait()
+            report.step(f"measure {what}", stopped=f"at the end of its {seconds:.0f} s")
+            break
         if process.returncode != 0:
             report.step(f"measure {what}", failed=output[-2000:])
-            return []
-        rows += json.loads(out.read_text())
-    return rows
+    rows = []
+    for out, _ in processes:  # each worker rewrites its file after every cell it times
+        if out.is_file():
+            rows += json.loads(out.read_text())
+    return _timed_by_all(rows, parallel)
 
 
 def measure(report: Report, cells: list[str], seconds: float, cache: Path, platform: str,
             baseline: Path | None) -> list[dict]:
-    """The throughput table (see the module docstring), within ``seconds``."""
+    """The throughput table (see the module docstring), within ``seconds``: what matters most
+    first (:func:`measurement_order`), so that a budget too short for all of it still prices
+    every block; each round keeps the cells it timed before the budget ran out."""
     deadline = time.monotonic() + seconds
     trees = [("this", SRC)] + ([("baseline", baseline / "src" if (baseline / "src").is_dir()
                                  else baseline)] if baseline else [])
-    # compile every program once, a process per program, a dozen at once
+    tiers = measurement_order(cells)
+    cells = [c for tier in tiers for c in tier]
+    # compile every program once, a process per program, a dozen at once, in that order
     compiling = []
     for code, src in trees:
         for cell in cells:
@@ -310,24 +355,26 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
                     result.seconds
     report.step("measure: compiled", programs=len(startups))
     rows = []
-    rounds = [("this", SRC, p) for p in PARALLEL] + [(code, src, 1) for code, src in trees[1:]]
-    for code, src, parallel in rounds:
+    rounds = ([("this", SRC, p, k) for k in range(len(tiers)) for p in PARALLEL]
+              + [(code, src, 1, None) for code, src in trees[1:]])
+    for code, src, parallel, tier in rounds:
+        what = f"{code} x{parallel}" + (f" sizes {tier + 1}" if tier is not None else "")
         left = deadline - time.monotonic()
         if left < 20:
-            report.step(f"measure {code} x{parallel}", skipped=f"{left:.0f} s left")
+            report.step(f"measure {what}", skipped=f"{left:.0f} s left")
             continue
         extra = ["--evaluation"] if (code, parallel) == ("this", 1) else []
         if (code, parallel) == ("this", 1) and report.profile:
             extra += ["--profile", str(report.work / "profile")]
-        got = _workers(report, f"{code}_x{parallel}", cells, _env(platform, src, cache),
-                       parallel, extra, left)
+        got = _workers(report, what, cells if tier is None else tiers[tier],
+                       _env(platform, src, cache), parallel, extra, left)
         for row in got:
             row["code"] = code
             row["startup_seconds"] = startups.get(
                 (code, row["game"], row["critic"], row["configurations"]))
         rows += got
         report.data["throughput"] = rows
-        report.step(f"measure {code} x{parallel}", rows=len(got))
+        report.step(f"measure {what}", rows=len(got))
     return rows
 
 
@@ -413,10 +460,13 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
     for thread in threads:
         thread.start()
     while any(t.is_alive() for t in threads):
-        time.sleep(30.0)
-        running = [j for j in report.data["jobs"]]
-        report.say(f"jobs: {len(running)} of {len(step.blocks)} done, "
-                   f"{max(hard_deadline - time.monotonic(), 0) / 60:.1f} min to the deadline")
+        wake = time.monotonic() + 30.0  # a line every 30 s; on to packing as the last one ends
+        for thread in threads:
+            thread.join(timeout=max(wake - time.monotonic(), 0.0))
+        if any(t.is_alive() for t in threads):
+            report.say(f"jobs: {len(report.data['jobs'])} of {len(step.blocks)} done, "
+                       f"{max(hard_deadline - time.monotonic(), 0) / 60:.1f} min to the "
+                       "deadline")
     return finished
 
 

@@ -4,6 +4,7 @@ rest takes; the allocation command, run on the CPU at the smoke scale, keeps to 
 checks the device first, and packs blocks that `neurd published-add` checks and publishes
 (refusing a pack that does not check)."""
 
+import importlib
 import json
 import shutil
 import subprocess
@@ -117,6 +118,49 @@ def test_the_slowest_of_jobs_timed_together_is_kept():
     assert Throughput(rows).rows[0]["ms_per_cycle"] == 3.0
 
 
+def _bench():
+    """bench/gpu_allocation.py as a module."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("gpu_allocation")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_what_prices_every_block_is_timed_first():
+    """The measurement times every game and critic at N = 480 and 12 first, N = 480 first of
+    all, then the other sizes, nothing twice or left out; N = 480 alone prices every block of
+    the paper no lower than the full table does, and the first round's rows make a plan."""
+    bench = _bench()
+    cells = [f"{g}:{c}:{n}" for g in PAPER["games"]
+             for c in (("learned", "exact") if g == "kuhn" else ("learned",)) for n in bench.SIZES]
+    rounds = bench.measurement_order(cells)
+    assert sorted(c for r in rounds for c in r) == sorted(cells) and len(rounds) == 2
+    sizes = [int(c.rsplit(":", 1)[1]) for c in rounds[0]]
+    assert set(sizes) == {480, 12} and sizes == sorted(sizes, reverse=True)
+    assert len(rounds[0]) == 2 * 4 and 480 not in {int(c.rsplit(":", 1)[1]) for c in rounds[1]}
+    full = Throughput(H200)
+    largest = Throughput([r for r in H200 if r["configurations"] == 480])
+    first = Throughput([r for r in H200 if r["configurations"] in (12, 480)])
+    for game in PAPER["games"]:
+        for seeds in (1, 2, 7, 20, 40):
+            for parallel in (1, 2, 3):
+                exact = full.predict(PAPER, game, "learned", seeds, parallel)
+                assert largest.predict(PAPER, game, "learned", seeds, parallel) >= exact
+                assert first.predict(PAPER, game, "learned", seeds, parallel) is not None
+    assert allocation.plan(PAPER, {}, first, 300).blocks
+
+
+def test_a_cell_some_of_the_jobs_sharing_the_gpu_missed_is_dropped():
+    """With P jobs timed together, a cell counts only where all P timed it."""
+    row = {"game": "kuhn", "critic": "learned", "ms_per_cycle": 1.0}
+    rows = [dict(row, configurations=480, slot=0), dict(row, configurations=480, slot=1),
+            dict(row, configurations=12, slot=0)]
+    kept = _bench()._timed_by_all(rows, 2)
+    assert [(r["configurations"], r["slot"]) for r in kept] == [(480, 0), (480, 1)]
+    assert len(_bench()._timed_by_all(rows, 1)) == 3
+
+
 # --- the command, on the CPU, at the smoke scale ------------------------------------------
 
 
@@ -156,6 +200,23 @@ def _cpu_table(path: Path) -> Path:
                  startup_seconds=25.0) for r in _rows({"kuhn": (1, 1)}, parallel=(1,))]
     path.write_text(json.dumps({"throughput": rows}))
     return path
+
+
+@pytest.mark.workflow
+def test_a_measuring_round_keeps_the_cells_it_timed(smoke_inputs, tmp_path):
+    """Two jobs timing cells together, stopped at their second cell (a game that is not
+    there), keep the first cell's rows, each job's, and the report says the round failed."""
+    bench = _bench()
+    root, _ = smoke_inputs
+    report = bench.Report(tmp_path / "out", 5)
+    report.work, report.games_dir = tmp_path / "work", root / "results/neural"
+    rows = bench._workers(report, "this x2", ["kuhn:learned:12", "absent:learned:12"],
+                          bench._env("cpu"), 2, [], 300)
+    assert [(r["game"], r["configurations"], r["parallel"]) for r in rows] == [
+        ("kuhn", 12, 2)] * 2
+    assert all(r["ms_per_cycle"] > 0 and r["finite"] for r in rows)
+    failed = [s for s in report.data["steps"] if s["step"] == "measure this x2"]
+    assert failed and all("absent" in s["failed"] for s in failed)
 
 
 @pytest.mark.workflow
