@@ -50,7 +50,8 @@ publish: $(STAMP)
 
 # The paper-scale Fig 6 in short GPU allocations (docs/paper-scale.md).
 # Here, once per revision: the paper's config snapshot, its games compiled, and the source
-# tree of BASELINE_REV (timed beside this one by an allocation that measures).
+# tree of BASELINE_REV with the games compiled by it (timed beside this one by an allocation
+# that measures; a tree reads the compiled-game format of its day).
 PAPER_RESULTS = results/paper
 PAPER_GAMES_NPZ = $(PAPER_RESULTS)/neural/kuhn/game.npz $(PAPER_RESULTS)/neural/leduc/game.npz \
 	$(PAPER_RESULTS)/neural/goofspiel/game.npz
@@ -61,8 +62,15 @@ gpu-allocation-inputs: $(STAMP)
 	$(BIN)/python -c 'import json; from neurd.revision import git_revision, source_hash; \
 	  print(json.dumps({**git_revision("."), "source_hash": source_hash()}))' \
 	  > $(PAPER_RESULTS)/revision.json
-	rm -rf $(PAPER_RESULTS)/baseline && mkdir -p $(PAPER_RESULTS)/baseline
+	rm -rf $(PAPER_RESULTS)/baseline $(PAPER_RESULTS)/allocation  # (a dry run's work: not carried)
+	mkdir -p $(PAPER_RESULTS)/baseline
 	git archive $(BASELINE_REV) src | tar -x -C $(PAPER_RESULTS)/baseline
+	cd $(PAPER_RESULTS)/baseline && PYTHONPATH=src $(abspath $(BIN))/python -c \
+	  'import json; from pathlib import Path; from neurd import games; \
+	  cfg = json.loads(Path("../config/neural.json").read_text()); \
+	  [(Path(f"neural/{g}").mkdir(parents=True, exist_ok=True), games.save( \
+	    games.compile_configured(g, cfg["game_strings"], cfg.get("expected_infostates"), \
+	    "neural"), f"neural/{g}/game.npz")) for g in cfg["games"]]'
 
 # On the GPU machine (python3 with jax for CUDA; no venv, Snakemake or OpenSpiel needed), with
 # results/paper carried there: check, measure if no table of this card is given, run the seed

@@ -53,18 +53,22 @@ import tarfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # this process never takes the GPU
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-sys.path.insert(0, str(SRC))
+# a timing worker imports the package from the tree its PYTHONPATH names (this one, or the
+# --baseline tree it times); every other use of this file takes this tree's
+if sys.argv[1:2] != ["worker"]:
+    sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_check  # noqa: E402  (bench/gpu_check.py: the check's workers and comparison)
 
-from neurd import allocation  # noqa: E402
-from neurd.packs import pack  # noqa: E402
+if TYPE_CHECKING:
+    from neurd import allocation
 
 SIZES = (12, 60, 120, 240, 480)
 PARALLEL = (1, 2, 3)
@@ -292,9 +296,10 @@ def measurement_order(cells: list[str]) -> list[list[str]]:
 
 
 def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: int, extra,
-             seconds: float) -> list[dict]:
-    """``parallel`` workers over ``cells`` at once; the rows of the cells they all timed
-    before they ended or were stopped at the end of ``seconds``."""
+             seconds: float, games: Path | None = None) -> list[dict]:
+    """``parallel`` workers over ``cells`` (games compiled in ``games``, by default the
+    allocation's) at once; the rows of the cells they all timed before they ended or were
+    stopped at the end of ``seconds``."""
     work = report.work / "measure" / what.replace(" ", "_")
     work.mkdir(parents=True, exist_ok=True)
     sync = work / "sync"
@@ -302,7 +307,7 @@ def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: i
     for slot in range(parallel):
         out = work / f"rows_{slot}.json"
         command = [sys.executable, str(Path(__file__).resolve()), "worker", "--games",
-                   str(report.games_dir), "--out", str(out), "--parallel", str(parallel),
+                   str(games or report.games_dir), "--out", str(out), "--parallel", str(parallel),
                    "--slot", str(slot), "--sync", str(sync), "--cells", *cells, *extra]
         processes.append((out, subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                                 stderr=subprocess.STDOUT, text=True)))
@@ -331,18 +336,26 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
     first (:func:`measurement_order`), so that a budget too short for all of it still prices
     every block; each round keeps the cells it timed before the budget ran out."""
     deadline = time.monotonic() + seconds
-    trees = [("this", SRC)] + ([("baseline", baseline / "src" if (baseline / "src").is_dir()
-                                 else baseline)] if baseline else [])
+    trees = [("this", SRC, report.games_dir)]
+    if baseline:
+        # the baseline's own games: a tree reads the compiled-game format of its day
+        src = baseline / "src" if (baseline / "src").is_dir() else baseline
+        games = {c.split(":")[0] for c in cells}
+        if all((src.parent / f"neural/{g}/game.npz").is_file() for g in games):
+            trees.append(("baseline", src, src.parent / "neural"))
+        else:
+            report.step("measure baseline", skipped=f"no games compiled by it in "
+                        f"{src.parent / 'neural'} (make gpu-allocation-inputs makes them)")
     tiers = measurement_order(cells)
     cells = [c for tier in tiers for c in tier]
     # compile every program once, a process per program, a dozen at once, in that order
     compiling = []
-    for code, src in trees:
+    for code, src, games in trees:
         for cell in cells:
             out = report.work / "measure" / f"compile_{code}_{cell.replace(':', '_')}.json"
             out.parent.mkdir(parents=True, exist_ok=True)
             compiling.append((code, out, [sys.executable, str(Path(__file__).resolve()),
-                                          "worker", "--games", str(report.games_dir), "--out",
+                                          "worker", "--games", str(games), "--out",
                                           str(out), "--compile-only", "--cells", cell],
                               _env(platform, src, cache)))
     done = _run_all([(c, e) for _, _, c, e in compiling],
@@ -355,9 +368,9 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
                     result.seconds
     report.step("measure: compiled", programs=len(startups))
     rows = []
-    rounds = ([("this", SRC, p, k) for k in range(len(tiers)) for p in PARALLEL]
-              + [(code, src, 1, None) for code, src in trees[1:]])
-    for code, src, parallel, tier in rounds:
+    rounds = ([("this", SRC, report.games_dir, p, k) for k in range(len(tiers))
+               for p in PARALLEL] + [(code, src, games, 1, None) for code, src, games in trees[1:]])
+    for code, src, games, parallel, tier in rounds:
         what = f"{code} x{parallel}" + (f" sizes {tier + 1}" if tier is not None else "")
         left = deadline - time.monotonic()
         if left < 20:
@@ -367,7 +380,7 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
         if (code, parallel) == ("this", 1) and report.profile:
             extra += ["--profile", str(report.work / "profile")]
         got = _workers(report, what, cells if tier is None else tiers[tier],
-                       _env(platform, src, cache), parallel, extra, left)
+                       _env(platform, src, cache), parallel, extra, left, games)
         for row in got:
             row["code"] = code
             row["startup_seconds"] = startups.get(
@@ -518,9 +531,10 @@ def main(argv=None) -> int:
                         help="the publication whose seeds are done")
     parser.add_argument("--out", required=False, help="the folder that comes back")
     parser.add_argument("--minutes", type=float, default=9.5, help="the allocation's budget")
-    parser.add_argument("--check-minutes", type=float, default=1.5,
-                        help="the most the check may take (it takes about a minute on a "
-                             "GPU machine; if it overruns, no job starts)")
+    parser.add_argument("--check-minutes", type=float, default=2.5,
+                        help="the most the check may take (it should take about a minute on "
+                             "a GPU machine, and what it does not use goes to the jobs; if it "
+                             "overruns, no job starts)")
     parser.add_argument("--measure", choices=("auto", "always", "never"), default="auto",
                         help="auto: measure unless --throughput holds rows of this device")
     parser.add_argument("--measure-minutes", type=float, default=3.0)
@@ -537,6 +551,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.mode == "worker":
         return worker(args)
+    from neurd import allocation
+    from neurd.packs import pack
+
     if args.mode == "table":
         print(table(json.loads(Path(args.report).read_text())), end="")
         return 0
@@ -593,6 +610,7 @@ def main(argv=None) -> int:
     if not check_device(report, results / "neural", args.platform, 60 * args.check_minutes,
                         list(cfg["games"])):
         return 1
+    checked = report.elapsed()  # what the next allocations' check is expected to take
 
     kind = info.stdout.split("|")[-1].strip()
     rows = []
@@ -617,9 +635,8 @@ def main(argv=None) -> int:
     published = published_seeds(Path(args.publication))
     jobs_seconds = report.left() - 60 * args.reserve_minutes
     step = allocation.plan(cfg, published, throughput, jobs_seconds, args.max_parallel)
-    rest = allocation.schedule(cfg, published, throughput, 60 * (args.minutes
-                                                               - args.check_minutes
-                                                               - args.reserve_minutes) - 30,
+    rest = allocation.schedule(cfg, published, throughput,
+                               60 * (args.minutes - args.reserve_minutes) - checked - 30,
                                args.max_parallel)
     report.data["plan"] = step.to_json()
     report.data["rest"] = {"allocations": len(rest),

@@ -161,6 +161,40 @@ def test_a_cell_some_of_the_jobs_sharing_the_gpu_missed_is_dropped():
     assert len(_bench()._timed_by_all(rows, 1)) == 3
 
 
+def test_a_timing_worker_runs_the_tree_it_is_given(tmp_path):
+    """A worker imports the package from its PYTHONPATH (the baseline tree when it times the
+    baseline), not from this tree; the allocation itself uses this tree."""
+    tree = tmp_path / "old/src/neurd"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "publication.py").write_text("AGREEMENT_NASH_CONV = 1e-3\n")
+    probe = ("import sys; sys.argv[1:] = {argv!r}; sys.path.insert(0, {bench!r}); "
+             "import gpu_allocation, neurd; print(neurd.__file__)")
+    env = dict(__import__("os").environ, PYTHONPATH=str(tree.parent))
+    where = {}
+    for mode in ("worker", "table"):
+        done = subprocess.run([sys.executable, "-c", probe.format(argv=[mode],
+                                                                  bench=str(ROOT / "bench"))],
+                              env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        where[mode] = Path(done.stdout.strip()).parent
+    assert where == {"worker": tree, "table": ROOT / "src/neurd"}
+
+
+def test_a_baseline_without_its_own_games_is_skipped_and_said(tmp_path):
+    """The baseline tree reads the compiled games of its day: without them (in
+    ``<baseline>/../neural``) it is not timed, and the report says why."""
+    bench = _bench()
+    baseline = tmp_path / "baseline/src"
+    baseline.mkdir(parents=True)
+    report = bench.Report(tmp_path / "out", 1)
+    report.work, report.games_dir = tmp_path / "work", tmp_path / "games"
+    rows = bench.measure(report, ["kuhn:learned:12"], 0.5, tmp_path / "cache", "cpu", baseline)
+    assert rows == []
+    said = [s for s in report.data["steps"] if s["step"] == "measure baseline"]
+    assert said and "no games compiled by it" in said[0]["skipped"]
+
+
 # --- the command, on the CPU, at the smoke scale ------------------------------------------
 
 
