@@ -6,9 +6,11 @@ checks the device first, and packs blocks that `neurd published-add` checks and 
 
 import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -170,7 +172,7 @@ def test_a_timing_worker_runs_the_tree_it_is_given(tmp_path):
     (tree / "publication.py").write_text("AGREEMENT_NASH_CONV = 1e-3\n")
     probe = ("import sys; sys.argv[1:] = {argv!r}; sys.path.insert(0, {bench!r}); "
              "import gpu_allocation, neurd; print(neurd.__file__)")
-    env = dict(__import__("os").environ, PYTHONPATH=str(tree.parent))
+    env = dict(os.environ, PYTHONPATH=str(tree.parent))
     where = {}
     for mode in ("worker", "table"):
         done = subprocess.run([sys.executable, "-c", probe.format(argv=[mode],
@@ -193,6 +195,27 @@ def test_a_baseline_without_its_own_games_is_skipped_and_said(tmp_path):
     assert rows == []
     said = [s for s in report.data["steps"] if s["step"] == "measure baseline"]
     assert said and "no games compiled by it" in said[0]["skipped"]
+
+
+def test_a_profile_too_large_to_come_back_keeps_its_xplane_files(tmp_path):
+    """Over 15 MiB packed, the profile comes back without its Chrome trace; if the XPlane
+    files alone are over, nothing of it comes back, and the report says which."""
+    bench = _bench()
+    run = tmp_path / "work/profile/leduc-480/plugins/profile/1"
+    run.mkdir(parents=True)
+    (run / "vm.xplane.pb").write_bytes(os.urandom(2**20))
+    (run / "vm.trace.json.gz").write_bytes(os.urandom(16 * 2**20))
+    report = bench.Report(tmp_path / "out", 1)
+    report.work = tmp_path / "work"
+    bench.pack_profile(report)
+    with tarfile.open(tmp_path / "out/profile.tar.gz") as tar:
+        assert [Path(n).name for n in tar.getnames() if n.endswith((".pb", ".gz"))] == [
+            "vm.xplane.pb"]
+    assert report.data["steps"][-1]["left_out"] == [".trace.json.gz"]
+    (run / "vm.xplane.pb").write_bytes(os.urandom(16 * 2**20))
+    bench.pack_profile(report)
+    assert not (tmp_path / "out/profile.tar.gz").exists()
+    assert report.data["steps"][-1]["dropped"] == "over 15 MiB"
 
 
 # --- the command, on the CPU, at the smoke scale ------------------------------------------
