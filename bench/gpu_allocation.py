@@ -587,21 +587,14 @@ def main(argv=None) -> int:
     report.profile = not args.no_profile
     cache = results / "allocation" / "jax-cache"
     cache.mkdir(parents=True, exist_ok=True)
-    info = subprocess.run([sys.executable, "-c", "import jax; d = jax.devices()[0]; "
-                           "print(jax.__version__, '|', d.platform, '|', d.device_kind)"],
-                          env=_env(args.platform), capture_output=True, text=True)
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                              "--format=csv,noheader"], capture_output=True, text=True).stdout
-    except OSError:
-        smi = ""
+    info, smi = gpu_check.describe_device(_env(args.platform))
     from neurd.revision import REVISION_FILE_VARIABLE, git_revision, source_hash
     from neurd.tables import config_hash
 
     if (results / "revision.json").is_file():
         os.environ[REVISION_FILE_VARIABLE] = str((results / "revision.json").resolve())
     report.data.update({
-        "device": info.stdout.strip(), "nvidia_smi": smi.strip(),
+        "device": info.stdout.strip(), "nvidia_smi": smi,
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "revision": git_revision(ROOT), "config_hash": config_hash(cfg),
         # what a cycle runs: throughput measured under another code is measured again

@@ -247,6 +247,20 @@ class Check:
         (self.out / "report.md").write_text("\n".join(lines) + "\n")
 
 
+def describe_device(env: dict) -> tuple[subprocess.CompletedProcess, str]:
+    """JAX's view of the first device in a process of ``env`` (stdout ``version | platform |
+    device kind``, or the error), and nvidia-smi's name, driver and memory ('' without it)."""
+    info = subprocess.run([sys.executable, "-c", "import jax; d = jax.devices()[0]; "
+                           "print(jax.__version__, '|', d.platform, '|', d.device_kind)"],
+                          env=env, capture_output=True, text=True)
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True).stdout
+    except OSError:
+        smi = ""
+    return info, smi.strip()
+
+
 def _env(platform: str, flag: bool = True, src: Path = SRC) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src), JAX_PLATFORMS=platform,
                XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
@@ -385,15 +399,8 @@ def main(argv=None) -> int:
     out, games_dir = Path(args.out), Path(args.games)
     check = Check(out, args.deadline)
     me = [sys.executable, str(Path(__file__).resolve())]
-    info = subprocess.run([sys.executable, "-c", "import jax; d = jax.devices()[0]; "
-                           "print(jax.__version__, d.platform, d.device_kind)"],
-                          env=_env(args.platform), capture_output=True, text=True)
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                              "--format=csv,noheader"], capture_output=True, text=True).stdout
-    except OSError:
-        smi = "no nvidia-smi"
-    check.report["device"] = f"{info.stdout.strip()} | {smi.strip()}"
+    info, smi = describe_device(_env(args.platform))
+    check.report["device"] = f"{info.stdout.strip()} | {smi or 'no nvidia-smi'}"
     check.save()
     if args.platform != "cpu" and "gpu" not in info.stdout:
         check.check("a GPU is visible to JAX", False, info.stdout + info.stderr[-500:])
