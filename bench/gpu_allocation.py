@@ -245,10 +245,14 @@ def worker(args) -> int:
                 ready = Path(args.sync) / cell
                 ready.mkdir(parents=True, exist_ok=True)
                 (ready / f"{args.slot}").touch()
-                wait_until = time.monotonic() + 60
+                wait_until = time.monotonic() + args.sync_seconds
                 while (len(list(ready.iterdir())) < args.parallel
                        and time.monotonic() < wait_until):
                     time.sleep(0.005)
+                if len(list(ready.iterdir())) < args.parallel:
+                    # a partner is gone (it failed): what this one times alone is not kept
+                    print(f"{cell}: the other jobs did not come; stopped", flush=True)
+                    return 0
             count = 40 if int(n) >= 240 else 100
             timings, first = [], 2
             for _ in range(2):
@@ -525,6 +529,7 @@ def main(argv=None) -> int:
     w.add_argument("--parallel", type=int, default=1)
     w.add_argument("--slot", type=int, default=0)
     w.add_argument("--sync", default=None)
+    w.add_argument("--sync-seconds", type=float, default=60.0)
     w.add_argument("--compile-only", action="store_true")
     w.add_argument("--evaluation", action="store_true")
     w.add_argument("--profile", default=None)

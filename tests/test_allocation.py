@@ -277,6 +277,26 @@ def test_a_measuring_round_keeps_the_cells_it_timed(smoke_inputs, tmp_path):
 
 
 @pytest.mark.workflow
+def test_a_timing_worker_whose_partner_is_gone_stops(smoke_inputs, tmp_path):
+    """A worker told to share the GPU with another that never comes times nothing (what it
+    timed alone would be dropped) and ends instead of waiting at every cell."""
+    root, _ = smoke_inputs
+    out = tmp_path / "rows.json"
+    env = _bench()._env("cpu")
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(ROOT / "bench/gpu_allocation.py"), "worker",
+                           "--games", str(root / "results/neural"), "--out", str(out),
+                           "--parallel", "2", "--sync", str(tmp_path / "sync"),
+                           "--sync-seconds", "1", "--cells", "kuhn:learned:12",
+                           "kuhn:learned:60", "kuhn:exact:12"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads(out.read_text()) == [] and "did not come" in done.stdout
+    assert not (tmp_path / "sync/kuhn:learned:60").exists()
+    assert time.monotonic() - start < 60
+
+
+@pytest.mark.workflow
 def test_a_one_minute_allocation_keeps_to_its_budget(smoke_inputs, tmp_path):
     """Under a one-minute budget the command checks the device, plans, starts no block that
     its time left cannot finish, and ends within the minute (and a little for Python)."""
