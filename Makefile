@@ -65,12 +65,10 @@ gpu-allocation-inputs: $(STAMP)
 	rm -rf $(PAPER_RESULTS)/baseline $(PAPER_RESULTS)/allocation  # (a dry run's work: not carried)
 	mkdir -p $(PAPER_RESULTS)/baseline
 	git archive $(BASELINE_REV) src | tar -x -C $(PAPER_RESULTS)/baseline
-	cd $(PAPER_RESULTS)/baseline && PYTHONPATH=src $(abspath $(BIN))/python -c \
-	  'import json; from pathlib import Path; from neurd import games; \
-	  cfg = json.loads(Path("../config/neural.json").read_text()); \
-	  [(Path(f"neural/{g}").mkdir(parents=True, exist_ok=True), games.save( \
-	    games.compile_configured(g, cfg["game_strings"], cfg.get("expected_infostates"), \
-	    "neural"), f"neural/{g}/game.npz")) for g in cfg["games"]]'
+	for game in kuhn leduc goofspiel; do \
+	  (cd $(PAPER_RESULTS)/baseline && PYTHONPATH=src $(abspath $(BIN))/python -m neurd.cli \
+	    neural-game --config ../config/neural.json --game $$game \
+	    --out neural/$$game/game.npz) || exit 1; done
 
 # On the GPU machine (python3 with jax for CUDA; no venv, Snakemake or OpenSpiel needed), with
 # results/paper carried there: check, measure if no table of this card is given, run the seed
