@@ -344,8 +344,8 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
     if baseline:
         # the baseline's own games: a tree reads the compiled-game format of its day
         src = baseline / "src" if (baseline / "src").is_dir() else baseline
-        games = {c.split(":")[0] for c in cells}
-        if all((src.parent / f"neural/{g}/game.npz").is_file() for g in games):
+        needed = {c.split(":")[0] for c in cells}
+        if all((src.parent / f"neural/{g}/game.npz").is_file() for g in needed):
             trees.append(("baseline", src, src.parent / "neural"))
         else:
             report.step("measure baseline", skipped=f"no games compiled by it in "
