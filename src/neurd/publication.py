@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import games as game_files
+from neurd import resume_states
 from neurd.config import load_snapshot
 from neurd.figures.fig6 import best_entropies
 from neurd.pipeline.neural import (
@@ -222,11 +223,17 @@ def _read_manifest(folder: Path) -> dict | None:
                 and isinstance(entry.get("seeds"), list)
                 and all(type(s) is int for s in entry["seeds"])):
             _fail(path, f"games[{game!r}] is not a record of blocks and seeds")
-        for name in entry["blocks"]:
+        in_progress = entry.get("in_progress", [])
+        if not (isinstance(in_progress, list) and all(isinstance(b, str) for b in in_progress)):
+            _fail(path, f"games[{game!r}].in_progress is not a list of block names")
+        for name in entry["blocks"] + in_progress:
             try:
                 parse_block(name)
             except ValueError as error:
                 _fail(path, f"games[{game!r}]: {error}")
+    history = manifest.get("history_bytes", 0)
+    if type(history) is not int or history < 0:
+        _fail(path, "history_bytes is not a number of bytes")
     if type(manifest.get("bytes")) is not int:
         _fail(path, "bytes is not a number of bytes")
     return manifest
@@ -333,14 +340,37 @@ def check(folder: str | os.PathLike, expected: Mapping | None = None,
                                    f"{sorted(seeds)}")
         wanted = [f"{block_folder(game, b)}/{f}" for b in entry["blocks"] for f in BLOCK_FILES]
         wanted += derived_files(game) if entry["blocks"] else []
+        in_progress = entry.get("in_progress", [])
+        _check_in_progress(cfg, game, entry["blocks"], in_progress, where)
+        wanted += [f"{resume_states.state_folder(game, b)}/meta.json" for b in in_progress]
         for relative in wanted:
             if relative not in files:
                 raise PublicationError(f"{folder}/{relative} is not in the manifest")
         listed.update(wanted)
+        listed.update(r for r in files for b in in_progress
+                      if PurePosixPath(r).parent.as_posix() == resume_states.state_folder(game, b)
+                      and resume_states.STATE_FILE.fullmatch(PurePosixPath(r).name))
     extra = sorted(set(files) - listed)
     if extra:
         _fail(folder / extra[0], "is listed but is no file of a publication")
     return manifest, cfg
+
+
+def _check_in_progress(cfg: Mapping, game: str, blocks: list[str], in_progress: list[str],
+                       where: str) -> None:
+    """Blocks in progress are of the config, and share no seed with a block of their critic,
+    finished or in progress."""
+    for k, name in enumerate(in_progress):
+        critic, first, last = parse_block(name)
+        try:
+            check_block(cfg, game, critic, first, last)
+        except ValueError as error:
+            raise PublicationError(f"{where}: block in progress {name}: {error}") from None
+        for other in blocks + in_progress[:k]:
+            o_critic, o_first, o_last = parse_block(other)
+            if o_critic == critic and first <= o_last and o_first <= last:
+                raise PublicationError(f"{where}: the block in progress {name} overlaps "
+                                       f"{other}")
 
 
 def _block_seeds(cfg: Mapping, game: str, blocks: list[str], where: str) -> list[int]:
@@ -596,7 +626,11 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
     here with OpenSpiel); each block's game content hash must be theirs."""
     folder = Path(folder)
     games = compiled_games(cfg, compiled, [g for g, e in manifest["games"].items()
-                                           if e["blocks"]])
+                                           if e["blocks"] or e.get("in_progress")])
+    for game, entry in manifest["games"].items():
+        for name in entry.get("in_progress", []):
+            check_state(cfg, game, name, folder / resume_states.state_folder(game, name),
+                        games[game])
     curves = {}
     for game, entry in manifest["games"].items():
         if not entry["blocks"]:
@@ -627,6 +661,14 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
                             f"{manifest['config_hash']}")
             _same_table(path, read_table(path), table)
     return curves
+
+
+def check_state(cfg: Mapping, game: str, name: str, folder: Path, compiled) -> dict:
+    """:func:`neurd.resume_states.check`, refusing with :class:`PublicationError`."""
+    try:
+        return resume_states.check(cfg, game, name, folder, compiled)
+    except ValueError as error:
+        raise PublicationError(f"{game} block in progress {name}: {error}") from None
 
 
 def fig6_tables(curves: Mapping[str, pd.DataFrame], folder: str | os.PathLike,
@@ -681,14 +723,24 @@ def _write_readme(folder: Path, cfg: Mapping, manifest: Mapping, name: str) -> N
         lines.append(f"| {game} | {len(entry['seeds'])} of {seeds} | {len(entry['blocks'])} | "
                      f"{entry.get('compute_minutes', 0)} | "
                      + "; ".join(entry.get("devices", [])) + " |")
+    progress = [(g, b) for g in cfg["games"]
+                for b in manifest["games"].get(g, {}).get("in_progress", [])]
+    if progress:
+        lines += ["", "Blocks in progress (resumed first by the next GPU allocation; never drawn, "
+                  "never counted among the seeds above):", ""]
+        lines += [f"- {g} {b}: {manifest['games'][g].get('progress', {}).get(b, '')}"
+                  for g, b in progress]
     lines += ["", "Check it: `neurd published-check published/" + name + "`; run each block's "
               "first cycles and the phase ends' NashConv again here: `neurd published-reproduce "
               "published/" + name + " --game <game>`.", ""]
     write_text(folder / "README.md", "\n".join(lines))
 
 
-def _finish(build: Path, cfg: Mapping, games: Mapping, name: str) -> dict:
-    """Write the config, README and manifest of a build; return the manifest."""
+def _finish(build: Path, cfg: Mapping, games: Mapping, name: str,
+            current: Mapping | None = None) -> dict:
+    """Write the config, README and manifest of a build; return the manifest.  Its
+    ``history_bytes`` adds to the current manifest's the bytes of every file new or changed:
+    what the publication has added to the repository's history, at most (git compresses)."""
     manifest = {"format": FORMAT, "version": VERSION, "config_hash": config_hash(cfg),
                 "games": games, "files": {}, "bytes": 0}
     write_json(build / CONFIG, cfg)
@@ -697,6 +749,10 @@ def _finish(build: Path, cfg: Mapping, games: Mapping, name: str) -> dict:
         manifest["files"][path.relative_to(build).as_posix()] = {
             "sha256": _sha256(path), "bytes": path.stat().st_size}
     manifest["bytes"] = sum(f["bytes"] for f in manifest["files"].values())
+    before = dict(current["files"]) if current else {}
+    manifest["history_bytes"] = (current.get("history_bytes", current["bytes"]) if current
+                                 else 0) + sum(f["bytes"] for r, f in manifest["files"].items()
+                                               if before.get(r) != f)
     if manifest["bytes"] > MAX_BYTES:
         raise PublicationError(f"{build.parent / name} would hold "
                                f"{manifest['bytes'] / 2**20:.1f} MiB, more than "
@@ -751,7 +807,8 @@ def _build(folder: Path, cfg: Mapping, replace: bool, write) -> dict:
                 shutil.copyfile(folder / relative, target)
             games = {g: dict(e) for g, e in current[0]["games"].items()}
         write(build, games)
-        manifest = _finish(build, cfg, games, folder.name)
+        manifest = _finish(build, cfg, games, folder.name,
+                           current[0] if current is not None else None)
         checked = check(build)
         check_content(build, *checked)
         _swap(build, folder)
@@ -772,20 +829,59 @@ def init(folder: str | os.PathLike, cfg: Mapping, replace: bool = False) -> dict
 
 
 def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockSource],
-               compiled: Mapping | None = None, replace: bool = False) -> tuple[dict, list]:
-    """Publish finished blocks (their job tables, ``sources``) into ``folder``; return the
-    manifest and the names of the blocks added (``game/name``).
+               compiled: Mapping | None = None, replace: bool = False,
+               states: Iterable[resume_states.StateSource] = ()) -> tuple[dict, list]:
+    """Publish finished blocks (their job tables, ``sources``) and blocks in progress (their
+    saved states, ``states``) into ``folder``; return the manifest and the names of the
+    blocks added (``game/name``).
 
     Each source is checked as :func:`check_content` checks a published block (its
     policies then hold every entropy level; the block's best levels are kept), must add
     seeds not yet published for its critic (a block already there, byte for byte, is
-    skipped), and the game's derived tables are made again over all its blocks.
+    skipped), and the game's derived tables are made again over all its blocks.  A
+    finished block replaces its block in progress.  Each state is checked
+    (:func:`neurd.resume_states.check`) and replaces the state of the same block if it is
+    further along (an older one, or the state of a block already finished, is skipped).
     """
-    sources = list(sources)
-    games_compiled = compiled_games(cfg, compiled, sorted({s.game for s in sources}))
+    sources, states = list(sources), list(states)
+    games_compiled = compiled_games(cfg, compiled, sorted({s.game for s in sources}
+                                                          | {s.game for s in states}))
     added: list[str] = []
 
     def write(build: Path, games: dict) -> None:
+        write_blocks(build, games)
+        for game, entry in games.items():
+            for name in [b for b in entry.get("in_progress", []) if b in entry["blocks"]]:
+                shutil.rmtree(build / resume_states.state_folder(game, name))
+                entry["in_progress"].remove(name)
+                entry.get("progress", {}).pop(name, None)
+        for state in states:
+            _add_state(build, games.setdefault(state.game, {"blocks": [], "seeds": []}),
+                       state, added)
+
+    def _add_state(build: Path, entry: dict, state, added: list) -> None:
+        game, name = state.game, state.name
+        if name in entry["blocks"]:
+            log.info("%s %s is finished already: its state is skipped", game, name)
+            return
+        info = check_state(cfg, game, name, state.folder, games_compiled[game])
+        target = build / resume_states.state_folder(game, name)
+        progress = entry.setdefault("in_progress", [])
+        if name in progress:
+            published = check_state(cfg, game, name, target, games_compiled[game])
+            if info["next_row"] <= published["next_row"]:
+                log.info("%s %s: the published state is as far along: skipped", game, name)
+                return
+            shutil.rmtree(target)
+            progress.remove(name)
+        _check_in_progress(cfg, game, entry["blocks"], progress + [name],
+                           f"{state.folder}: {game}")
+        resume_states.copy_state(state.folder, target)
+        entry["in_progress"] = sorted(progress + [name])
+        entry.setdefault("progress", {})[name] = resume_states.describe(info)
+        added.append(f"{game}/{name} (in progress)")
+
+    def write_blocks(build: Path, games: dict) -> None:
         for source in sources:
             game = source.game
             meta = read_metadata(source.curves) if source.curves.is_file() else {}

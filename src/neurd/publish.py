@@ -47,6 +47,7 @@ from neurd.publication import (
     reproduce,
 )
 from neurd.publication import check as check_publication
+from neurd.resume_states import IN_PROGRESS, STATE_FILE, StateSource
 from neurd.stages import STAGES, load_config, read_schema, results_root, snapshot
 from neurd.tables import atomic_path, config_hash, write_json, write_table
 
@@ -113,6 +114,7 @@ def _config_and_folder(args):
 
 def _report(manifest, added, folder) -> None:
     games = {g: f"{len(e['seeds'])} seeds in {len(e['blocks'])} blocks"
+             + (f", {len(e['in_progress'])} in progress" if e.get("in_progress") else "")
              for g, e in manifest["games"].items()}
     log.info("%s: %s; now %.1f MiB: %s", folder,
              f"added {', '.join(added)}" if added else "nothing new", manifest["bytes"] / 2**20,
@@ -132,10 +134,14 @@ def _publish(args) -> None:
 
 
 def pack_member_allowed(cfg: Mapping):
-    """What a pack of blocks may hold: the jobs' files of seed blocks of the config's games."""
+    """What a pack of blocks may hold: the jobs' files of seed blocks of the config's games,
+    finished (their tables) or in progress (their saved state)."""
     games = "|".join(re.escape(g) for g in cfg["games"])
-    pattern = re.compile(rf"neural/({games})/blocks/(learned|exact)_s\d{{1,4}}-\d{{1,4}}/"
-                         r"(curves\.parquet|policies\.parquet|run\.log)")
+    block = r"(learned|exact)_s\d{1,4}-\d{1,4}"
+    pattern = re.compile(rf"neural/({games})/blocks/{block}/"
+                         r"(curves\.parquet|policies\.parquet|run\.log)"
+                         rf"|neural/({games})/{IN_PROGRESS}/{block}/"
+                         rf"({STATE_FILE.pattern}|run\.log)")
     return lambda member: pattern.fullmatch(member) is not None
 
 
@@ -151,7 +157,7 @@ def _add(args) -> None:
                                    "folders of them)")
         indexes += found
     work = results / "published-add"
-    sources, folders = [], []
+    sources, states, folders = [], [], []
     try:
         for index_path in indexes:
             index, unpacked = unpack(index_path, pack_member_allowed(cfg), work)
@@ -171,15 +177,19 @@ def _add(args) -> None:
                         f"{' or '.join(missing)}: an unfinished job is never published")
                 sources.append(BlockSource(block.parts[-3], block / "curves.parquet",
                                            block / "policies.parquet"))
+            for state in sorted(unpacked.glob(f"neural/*/{IN_PROGRESS}/*")):
+                parse_block(state.name)
+                states.append(StateSource(state.parts[-3], state.name, state))
             if args.keep_reports and index.get("allocation"):
                 date = str(index["allocation"].get("date", "undated"))
                 report = Path(args.keep_reports) / f"{date}-{index['sha256'][:16]}.json"
                 report.parent.mkdir(parents=True, exist_ok=True)
                 report.write_text(json.dumps(index["allocation"], indent=1, sort_keys=True)
                                   + "\n")
-        if not sources:
-            raise PublicationError(f"{', '.join(args.packs)}: the packs hold no finished block")
-        _report(*add_blocks(folder, cfg, sources, replace=args.replace), folder)
+        if not sources and not states:
+            raise PublicationError(f"{', '.join(args.packs)}: the packs hold no finished block "
+                                   "and no block in progress")
+        _report(*add_blocks(folder, cfg, sources, replace=args.replace, states=states), folder)
     finally:
         for unpacked in folders:
             shutil.rmtree(unpacked, ignore_errors=True)

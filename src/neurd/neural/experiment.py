@@ -614,10 +614,71 @@ def _check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, con
                      f"float64{list(shape)}", "result_logits")
     if not (np.all(np.isfinite(logits[measured])) and np.all(np.isnan(logits[~measured]))):
         raise _Unfit("is not finite exactly in the rows the job has measured", "result_logits")
+    reached = 0
     for i, piece in enumerate(pieces):
         missing = [k for k in PIECE_KEYS if k not in piece]
         if missing:
             raise _Unfit(f"meta.json: piece {i} lacks {', '.join(missing)}")
+        start, count = piece["first_iteration"], piece["iterations"]
+        if not (type(start) is int and type(count) is int and start == reached and count >= 0):
+            raise _Unfit(f"meta.json: piece {i} starts at iteration {start!r} after "
+                         f"{reached} iterations were done (pieces follow one another)")
+        reached += count
+    done = int(iterations[next_row - 1]) if next_row else 0
+    if pieces and reached != done:
+        raise _Unfit(f"meta.json: the pieces did {reached} iterations, the curves measured up to "
+                     f"iteration {done} (next_row {next_row})")
+
+
+class StateError(ValueError):
+    """A saved job state that is refused where it must be used as it is (a block in progress
+    carried between machines); the message names the folder or file and what is wrong."""
+
+
+def job_template(compiled: CompiledGame, plan: Plan) -> tuple[list, np.ndarray, np.ndarray]:
+    """``(states, iterations, phases)``: the job's initial learner states (one per batch),
+    whose leaves a saved state must match, and its checkpoint grid."""
+    game = train.neural_game(compiled)
+    states = [train.batch_inputs(plan.spec, game, plan.seed, plan.game, batch,
+                                 plan.entropies)[0] for batch in plan.batches]
+    iterations, phases = checkpoint_grid(plan.phase_iterations, plan.phases, plan.geometric,
+                                         plan.linear, plan.spec.critic_updates)
+    return states, iterations, phases
+
+
+def check_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> dict:
+    """Check the saved state in ``folder`` strictly (as :func:`run` would resume it, but a
+    state that does not fit is refused, not dropped): raise :class:`StateError` naming the
+    file and what is wrong; else ``{"next_row", "iteration", "rows", "pieces"}``."""
+    folder = os.fspath(folder)
+    states, iterations, phases = job_template(compiled, plan)
+    legal = int(np.asarray(compiled.infostate_legal).sum())
+    checker = _Checkpoint(folder, identity)
+    meta = checker._meta()
+    if not os.path.isfile(os.path.join(folder, "meta.json")):
+        raise StateError(f"{folder}/meta.json is missing: not a saved job state")
+    if not isinstance(meta, dict):
+        raise StateError(f"{folder}/meta.json cannot be read as a saved job state")
+    if isinstance(meta.get("identity"), dict) and meta["identity"] != identity:
+        odd = sorted(k for k in set(meta["identity"]) | set(identity)
+                     if meta["identity"].get(k) != identity.get(k))
+        raise StateError(f"{folder}/meta.json is the state of another run: "
+                         + "; ".join(f"{k} {meta['identity'].get(k)!r}, expected "
+                                     f"{identity.get(k)!r}" for k in odd))
+    try:
+        restored = checker._restore(states, partial(_check_resumable, plan, iterations, phases,
+                                                    len(plan.configurations), legal))
+    except _Unfit as unfit:
+        raise StateError(f"{folder}: {unfit}") from None
+    except Exception as error:
+        raise StateError(f"{folder}: cannot be read ({type(error).__name__}: {error})") from None
+    if restored is None:
+        raise StateError(f"{folder}/meta.json is not a state of this format "
+                         f"({CHECKPOINT_FORMAT} version {CHECKPOINT_VERSION})")
+    next_row, pieces = restored[1], restored[3]
+    return {"next_row": next_row, "rows": len(iterations), "pieces": pieces,
+            "iteration": int(iterations[next_row - 1]) if next_row else 0,
+            "iterations": int(iterations[-1])}
 
 
 @jax.jit

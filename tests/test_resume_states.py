@@ -1,0 +1,228 @@
+"""Blocks in progress (neurd.resume_states): a seed block stopped at the end of one allocation
+is published as its saved state and resumed by the next; the block run in three pieces, each
+published in between, equals the block run whole; a state that is truncated, of another config,
+game or seeds, or whose pieces do not add up to the cycles its curves measured, is refused
+naming the file, and the publication is left as it was."""
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from neurd import cli, games, publication, resume_states
+from neurd.neural import experiment
+from neurd.publication import BlockSource, PublicationError
+
+from test_publication import ROOT
+
+BLOCK = "learned_s0-1"
+STOP = ["--stop-after-minutes", "0.0001"]  # stops two checkpoint rows into each piece
+
+
+def _config(**neural):
+    from neurd.stages import snapshot, validate
+
+    config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
+    config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3,
+                             "seeds_per_job": 3, "seeds_per_batch": 3,
+                             "phase_iterations": {"kuhn": 16}, "exact_critic_games": [],
+                             "hidden_sizes": [8], "critic_batch": 4, "policy_batch": 16,
+                             "checkpoints": {"geometric": 1, "linear": 3},
+                             "final_checkpoints": 2, "bootstrap": {"resamples": 100}, **neural})
+    validate(config, ROOT / "workflow/schemas")
+    return snapshot(config, "neural")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume")
+    cfg = _config()
+    (root / "neural.json").write_text(json.dumps(cfg))
+    compiled = games.compile_configured("kuhn", cfg["game_strings"], None, "neural")
+    games.save(compiled, root / "kuhn.npz")
+    return {"root": root, "cfg": cfg, "compiled": compiled}
+
+
+def _run(setup, out, *extra, block=BLOCK, config="neural.json"):
+    """``neurd neural-run`` of ``block``; its exit code."""
+    root = setup["root"]
+    out.mkdir(parents=True, exist_ok=True)
+    critic, first, last = block.split("_s")[0], *block.split("_s")[1].split("-")
+    return cli.main(["neural-run", "--config", str(root / config), "--game", "kuhn",
+                     "--critic", critic, "--seeds", f"{first}-{last}",
+                     "--compiled", str(root / "kuhn.npz"),
+                     "--curves", str(out / "curves.parquet"),
+                     "--policies", str(out / "policies.parquet"), *extra])
+
+
+@pytest.fixture(scope="module")
+def whole(setup):
+    out = setup["root"] / "whole"
+    assert _run(setup, out) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def pieces(setup):
+    """The block run in three pieces, its state published after the first two; each later
+    piece resumed from the published state.  Returns the folders, the publication and its
+    manifests after each add."""
+    root, cfg, compiled = setup["root"], setup["cfg"], setup["compiled"]
+    folder = root / "published"
+    publication.init(folder, cfg)
+    manifests = []
+    job = root / "job"
+    for piece in range(2):
+        checkpoint = root / f"checkpoint_{piece}"
+        if piece:  # the next allocation: the published state copied into the job's folder
+            resume_states.to_checkpoint(folder / resume_states.state_folder("kuhn", BLOCK),
+                                     checkpoint)
+        with pytest.raises(SystemExit) as stopped:
+            _run(setup, job, "--checkpoint", str(checkpoint), *STOP)
+        assert stopped.value.code == 75
+        manifest, added = publication.add_blocks(
+            folder, cfg, [], compiled={"kuhn": compiled},
+            states=[resume_states.StateSource("kuhn", BLOCK, checkpoint)])
+        assert added == [f"kuhn/{BLOCK} (in progress)"]
+        manifests.append(manifest)
+    checkpoint = root / "checkpoint_2"
+    resume_states.to_checkpoint(folder / resume_states.state_folder("kuhn", BLOCK), checkpoint)
+    assert _run(setup, job, "--checkpoint", str(checkpoint)) == 0
+    manifest, added = publication.add_blocks(
+        folder, cfg, [BlockSource("kuhn", job / "curves.parquet", job / "policies.parquet")],
+        compiled={"kuhn": compiled})
+    manifests.append(manifest)
+    return {"job": job, "folder": folder, "manifests": manifests}
+
+
+def test_a_block_in_three_pieces_equals_the_block_run_whole(whole, pieces):
+    from neurd.tables import read_metadata
+
+    for name in ("curves.parquet", "policies.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(pieces["job"] / name),
+                                      pd.read_parquet(whole / name), check_exact=True)
+    done = read_metadata(pieces["job"] / "curves.parquet")["pieces"]
+    assert len(done) == 3 and [p["first_iteration"] for p in done][0] == 0
+    assert all(p["device"] for p in done)  # each piece records its device
+
+
+def test_the_block_in_progress_is_listed_never_counted_and_replaced(setup, pieces):
+    first, second, final = pieces["manifests"]
+    for manifest in (first, second):
+        entry = manifest["games"]["kuhn"]
+        assert entry["in_progress"] == [BLOCK] and entry["seeds"] == [] and entry["blocks"] == []
+        assert f"{resume_states.state_folder('kuhn', BLOCK)}/meta.json" in manifest["files"]
+    assert first["games"]["kuhn"]["progress"][BLOCK] != second["games"]["kuhn"]["progress"][BLOCK]
+    assert second["history_bytes"] > first["history_bytes"] > 0
+    entry = final["games"]["kuhn"]
+    assert entry["blocks"] == [BLOCK] and entry["seeds"] == [0, 1]
+    assert not entry.get("in_progress")
+    assert not [f for f in final["files"] if "/in-progress/" in f]
+    readme = (pieces["folder"] / "README.md").read_text()
+    assert "in progress" not in readme.lower()
+    checked = publication.check(pieces["folder"])
+    publication.check_content(pieces["folder"], *checked,
+                              compiled={"kuhn": setup["compiled"]})
+
+
+@pytest.fixture(scope="module")
+def state(setup):
+    """A state stopped after its first piece."""
+    checkpoint = setup["root"] / "state"
+    with pytest.raises(SystemExit):
+        _run(setup, setup["root"] / "state_job", "--checkpoint", str(checkpoint), *STOP)
+    return checkpoint
+
+
+def _refused(setup, tmp_path, source, name=BLOCK, match=None):
+    folder = tmp_path / "published"
+    publication.init(folder, setup["cfg"])
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(PublicationError, match=match) as refused:
+        publication.add_blocks(folder, setup["cfg"], [], compiled={"kuhn": setup["compiled"]},
+                               states=[resume_states.StateSource("kuhn", name, source)])
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    return str(refused.value)
+
+
+def _copy(state, tmp_path):
+    target = tmp_path / "copy"
+    shutil.copytree(state, target)
+    return target
+
+
+def _reseal(folder, meta):
+    meta["sha256"] = {p: hashlib.sha256((folder / p).read_bytes()).hexdigest()
+                      for p in meta["parts"]}
+    meta["digest"] = experiment._meta_digest(meta)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def test_a_truncated_state_is_refused_naming_the_file(setup, state, tmp_path):
+    copy = _copy(state, tmp_path)
+    part = copy / json.loads((copy / "meta.json").read_text())["parts"][0]
+    part.write_bytes(part.read_bytes()[:-100])
+    message = _refused(setup, tmp_path, copy)
+    assert part.name in message
+
+
+def test_a_state_of_another_config_is_refused(setup, tmp_path):
+    other = _config(policy_learning_rate=0.003)
+    (setup["root"] / "other.json").write_text(json.dumps(other))
+    checkpoint = tmp_path / "other"
+    with pytest.raises(SystemExit):
+        _run(setup, tmp_path / "job", "--checkpoint", str(checkpoint), *STOP,
+             config="other.json")
+    message = _refused(setup, tmp_path, checkpoint, match="another run")
+    assert "config_hash" in message and "meta.json" in message
+
+
+def test_a_state_of_other_seeds_is_refused(setup, state, tmp_path):
+    message = _refused(setup, tmp_path, _copy(state, tmp_path), name="learned_s1-2",
+                       match="another run")
+    assert "seeds [0, 1], expected [1, 2]" in message
+
+
+def test_a_state_of_another_game_is_refused(setup, state, tmp_path):
+    copy = _copy(state, tmp_path)
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["identity"]["game_hash"] = "0" * 16
+    _reseal(copy, meta)
+    assert "game_hash" in _refused(setup, tmp_path, copy, match="another run")
+
+
+def test_pieces_that_do_not_match_the_curves_are_refused(setup, state, tmp_path):
+    copy = _copy(state, tmp_path)
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["pieces"][-1]["iterations"] += 4  # cycles claimed beyond the rows measured
+    _reseal(copy, meta)
+    message = _refused(setup, tmp_path, copy, match="the pieces did")
+    assert str(copy) in message
+
+
+def test_a_state_with_nan_weights_is_refused(setup, state, tmp_path):
+    copy = _copy(state, tmp_path)
+    meta = json.loads((copy / "meta.json").read_text())
+    part = meta["parts"][0]
+    with np.load(copy / part) as data:
+        arrays = {k: data[k] for k in data.files}
+    key = next(k for k in arrays if k.startswith("leaf_") and arrays[k].dtype == np.float32)
+    arrays[key] = np.full_like(arrays[key], np.nan)
+    np.savez(copy / part, **arrays)
+    _reseal(copy, meta)
+    assert "non-finite" in _refused(setup, tmp_path, copy)
+
+
+def test_a_pack_may_hold_a_block_in_progress():
+    from neurd.publish import pack_member_allowed
+
+    allowed = pack_member_allowed({"games": ["kuhn"]})
+    base = "neural/kuhn/in-progress/learned_s0-39"
+    assert allowed(f"{base}/meta.json") and allowed(f"{base}/part-3-0.npz")
+    for member in (f"{base}/.neurd-checkpoint", f"{base}/curves.parquet",
+                   "neural/leduc/in-progress/learned_s0-1/meta.json"):
+        assert not allowed(member), member
