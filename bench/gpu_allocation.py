@@ -79,6 +79,7 @@ PARALLEL = (1, 2, 3)
 SIZE_ORDER = (480, 12, 120, 240, 60)
 FIRST_SIZES = (480, 12)
 GAMES = ("kuhn", "leduc", "goofspiel")
+EXIT_STOPPED = 75  # neurd neural-run stopped at its wall-time budget, its state saved
 
 
 class Report:
@@ -424,13 +425,56 @@ def published_seeds(publication: Path) -> dict[str, list[int]]:
     return {g: list(e.get("seeds", [])) for g, e in games.items()}
 
 
+def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
+    """The publication's blocks in progress (each with the share of its cycles done), and the
+    bytes the paper-scale run may still add to the repository's history."""
+    from neurd import allocation
+    from neurd.neural.experiment import checkpoint_grid
+    from neurd.pipeline.neural import parse_block
+    from neurd.resume_states import state_folder
+
+    path = publication / "manifest.json"
+    if not path.is_file():
+        return [], float(allocation.HISTORY_CAP)
+    manifest = json.loads(path.read_text())
+    out = []
+    for game, entry in manifest.get("games", {}).items():
+        iterations = checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
+                                     int(cfg["checkpoints"]["geometric"]),
+                                     int(cfg["checkpoints"]["linear"]),
+                                     int(cfg["critic_updates_per_policy_update"]))[0]
+        for name in entry.get("in_progress", []):
+            meta = json.loads((publication / state_folder(game, name) / "meta.json").read_text())
+            done = int(iterations[meta["next_row"] - 1]) / int(iterations[-1])
+            out.append(allocation.InProgress(game, *parse_block(name), done=done))
+    used = manifest.get("history_bytes", manifest.get("bytes", 0))
+    return out, float(allocation.HISTORY_CAP - used)
+
+
+def repository_bytes(results: Path, cfg: dict):
+    """Bytes per seed of a finished block and of a block-in-progress state, per game."""
+    from neurd import allocation, games
+    from neurd.resume_states import bytes_per_seed
+
+    sizes = {g: bytes_per_seed(cfg, g, games.load(results / f"neural/{g}/game.npz"))
+             for g in cfg["games"]}
+    return allocation.Bytes(block={g: b for g, (b, _) in sizes.items()},
+                            state={g: s for g, (_, s) in sizes.items()})
+
+
 def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, platform: str,
-             cache: Path, hard_deadline: float) -> list[Path]:
-    """The plan's blocks, ``step.parallel`` at a time (one queue per slot); the folders of
-    those that finished."""
+             cache: Path, hard_deadline: float, publication: Path) -> tuple[list, list]:
+    """The plan's blocks, ``step.parallel`` at a time (one queue per slot), a block in progress
+    resumed from the publication's state; ``(finished, stopped)``: the folders of the blocks
+    that finished, and of the states of those stopped at the end of their slot (blocks in
+    progress for the next allocation)."""
+    from neurd.allocation import SAVE_SECONDS
+    from neurd.pipeline.neural import critics
+    from neurd.resume_states import state_folder, to_checkpoint
+
     work = results / "allocation"
     shutil.rmtree(work / "neural", ignore_errors=True)  # nothing of an earlier run is packed
-    finished = []
+    finished, stopped = [], []
     fraction = 0.9 / step.parallel
 
     def slot_queue(slot: int) -> None:
@@ -447,12 +491,19 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
                 continue
             folder = work / f"neural/{block.game}/blocks/{block.name}"
             folder.mkdir(parents=True, exist_ok=True)
+            state = work / state_folder(block.game, block.name)
+            if block.done_before > 0:  # the published block in progress, resumed
+                to_checkpoint(publication / state_folder(block.game, block.name), state)
             command = [sys.executable, "-m", "neurd.cli", "neural-run",
                        "--config", str(results / "config/neural.json"), "--game", block.game,
                        "--critic", block.critic, "--seeds", f"{block.first}-{block.last}",
                        "--compiled", str(results / f"neural/{block.game}/game.npz"),
                        "--curves", str(folder / "curves.parquet"),
-                       "--policies", str(folder / "policies.parquet")]
+                       "--policies", str(folder / "policies.parquet"),
+                       "--checkpoint", str(state)]
+            if len(critics(cfg, block.game)) == 1:  # else a seed needs every critic at once
+                budget = hard_deadline - time.monotonic() - SAVE_SECONDS
+                command += ["--stop-after-minutes", f"{max(budget, 1.0) / 60:.4f}"]
             report.say(f"{record['block']}: started on slot {slot} (predicted "
                        f"{block.predicted_seconds / 60:.1f} min, {left / 60:.1f} min left)")
             start = time.monotonic()
@@ -467,13 +518,20 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
             record["seconds"] = round(time.monotonic() - start, 1)
             record["returncode"] = process.returncode
             ok = process.returncode == 0 and (folder / "curves.parquet").is_file()
-            record["status"] = "finished" if ok else "lost (killed at the deadline or failed)"
+            paused = process.returncode == EXIT_STOPPED and (state / "meta.json").is_file()
+            record["status"] = ("finished" if ok else "in progress (stopped at the end of its "
+                                "slot, state saved)" if paused
+                                else "lost (killed at the deadline or failed)")
             if not ok:
                 record["log"] = (folder / "run.log").read_text()[-2000:]
+            if paused:
+                shutil.copyfile(folder / "run.log", state / "run.log")
             with report.lock:
                 report.data["jobs"].append(record)
                 if ok:
                     finished.append(folder)
+                if paused:
+                    stopped.append(state)
             report.save()
             report.say(f"{record['block']}: {record['status']} in {record['seconds']:.0f} s")
 
@@ -488,7 +546,7 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
             report.say(f"jobs: {len(report.data['jobs'])} of {len(step.blocks)} done, "
                        f"{max(hard_deadline - time.monotonic(), 0) / 60:.1f} min to the "
                        "deadline")
-    return finished
+    return finished, stopped
 
 
 def table(report: dict) -> str:
@@ -634,29 +692,45 @@ def main(argv=None) -> int:
         pack_profile(report)
     report.data["throughput"] = rows
     throughput = allocation.Throughput(rows)
-    published = published_seeds(Path(args.publication))
+    publication = Path(args.publication)
+    published = published_seeds(publication)
+    in_progress, history_left = published_progress(publication, cfg)
     jobs_seconds = report.left() - 60 * args.reserve_minutes
-    step = allocation.plan(cfg, published, throughput, jobs_seconds, args.max_parallel)
-    rest = allocation.schedule(cfg, published, throughput,
-                               60 * (args.minutes - args.reserve_minutes) - checked - 30,
-                               args.max_parallel)
+    best = allocation.schedule(
+        cfg, published, throughput, jobs_seconds,
+        later_seconds=60 * (args.minutes - args.reserve_minutes) - checked - 30,
+        in_progress=in_progress, bytes_=repository_bytes(results, cfg),
+        history_left=history_left, max_parallel=args.max_parallel)
+    step = best.plans[0]
     report.data["plan"] = step.to_json()
-    report.data["rest"] = {"allocations": len(rest),
-                           "words": allocation.describe(cfg, published, rest)}
+    report.data["rest"] = {"allocations": len(best.plans), "sizes": best.sizes,
+                           "parallel": best.parallel, "first": best.first, "full": best.full,
+                           "gpu_minutes": round(best.gpu_seconds / 60, 1),
+                           "history_mib": round(best.history_bytes / 2**20, 1),
+                           "history_left_mib": round(history_left / 2**20, 1),
+                           "words": allocation.describe(cfg, published, best)}
     report.step("plan", blocks=[f"{b.game}/{b.name}@{b.slot}" for b in step.blocks],
                 parallel=step.parallel, notes=step.notes)
     hard = time.monotonic() + jobs_seconds
-    finished = run_jobs(report, cfg, step, results, args.platform, cache, hard)
+    finished, stopped = run_jobs(report, cfg, step, results, args.platform, cache, hard,
+                                 publication)
     files = {}
     for folder in finished:
         for name in ("curves.parquet", "policies.parquet", "run.log"):
             member = folder.relative_to(results / "allocation").as_posix() + f"/{name}"
             files[member] = folder / name
-    report.step("pack", blocks=len(finished))
+    from neurd.resume_states import state_files
+
+    for folder in stopped:
+        for name in [*state_files(folder), "run.log"]:
+            member = folder.relative_to(results / "allocation").as_posix() + f"/{name}"
+            files[member] = folder / name
+    report.step("pack", blocks=len(finished), in_progress=len(stopped))
     if files:
         pack(files, report.out, "blocks", extra={"config_hash": config_hash(cfg),
                                                   "allocation": report.data})
-    report.step("done", blocks=[str(f.relative_to(results / "allocation")) for f in finished])
+    report.step("done", blocks=[str(f.relative_to(results / "allocation")) for f in finished],
+                in_progress=[str(f.relative_to(results / "allocation")) for f in stopped])
     return 0
 
 

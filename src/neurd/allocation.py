@@ -1,26 +1,33 @@
-"""The plan of a short GPU allocation: which seed blocks to run so that every one finishes.
+"""The plan of short GPU allocations: seed blocks sized and placed to finish the run soonest.
 
 GPU time comes in short allocations (one GPU, about ten minutes, nothing kept
 afterwards but a few files).  The paper-scale Fig 6 is therefore computed in
-seed blocks (:func:`neurd.pipeline.neural.block_plan`), each a whole run of its
-seeds from the first iteration to the last, sized from measured throughput so
-that it finishes inside the allocation that starts it: no state crosses from
-one allocation to the next, and an allocation loses nothing but what its plan
-chose not to start.
+seed blocks (:func:`neurd.pipeline.neural.block_plan`): the runs of seeds
+``first..last`` of one game and critic as one batch.  A block that does not
+finish inside the allocation that starts it is stopped at a checkpoint row, its
+saved state comes back and is published as the game's **block in progress**
+(:mod:`neurd.resume_states`), and the next allocation resumes it first.  A
+game run with several critics (the exact critic beside the learned one) is an
+exception: a seed is published with every critic at once, so its blocks are
+planned only where all of them finish in the allocation.
 
-:func:`plan` is a pure function of the config, the seeds already published,
-the measured throughput (ms per learning cycle of each game and critic at N
-configurations with P jobs sharing the GPU) and the minutes left.  It puts the
-paper's **length** first (every game at full length with at least one seed
-before any game gets more), then **seeds** (the cheapest next seed first, so
-that the allocations needed for all of them are few); a block whose predicted
-time does not fit is never planned.  It tries 1..P slots and keeps
-the best.  :func:`schedule` repeats it over future allocations of the same
-size: the plan for the rest.
+:func:`schedule` is a pure function of the config, the seeds already published,
+the blocks in progress, the measured throughput (ms per learning cycle of each
+game and critic at N configurations with P jobs sharing the GPU), the seconds
+of jobs of this allocation and of the next ones, and the repository bytes the
+run may still add (:data:`HISTORY_CAP` in all: every finished block once, and
+every block-in-progress state each time one is committed).  It simulates the
+allocations for every number of jobs sharing the GPU and every block size of
+each game, and keeps the schedule that **finishes every game's seeds in the
+fewest allocations** within the cap (then: the first seed of each game soonest,
+then the fewest GPU seconds, then the fewest bytes).  :func:`plan` is its first
+allocation; :func:`describe` says, per game, which allocation brings its first
+seed and its last.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,15 +40,25 @@ from neurd.pipeline.neural import critics, main_critic
 # evaluation): the throughput was measured on short segments, the jobs run for minutes.
 # Start-up is what compiling and the first segment took in a fresh process (measured with
 # the other programs compiling beside it: an upper bound); the overhead covers the rest a job
-# does once (imports, the exact evaluation's compilation, writing the tables)
+# does once (imports, the exact evaluation's compilation, writing the tables or the state).
 SAFETY = 1.15
 JOB_OVERHEAD_SECONDS = 45.0
 DEFAULT_STARTUP_SECONDS = 60.0
+# a piece of a block that would compute less than this is not started (its start-up would
+# cost more than it computes); SAVE_SECONDS is kept at a slot's end for saving the state
+MIN_PIECE_SECONDS = 60.0
+SAVE_SECONDS = 30.0
+# what the whole paper-scale run may add to the repository's history
+HISTORY_CAP = 100 * 2**20
+# block sizes tried (seeds per block); the config's seeds and what is measured bound them
+BLOCK_SIZES = (1, 2, 4, 5, 8, 10, 20, 40)
 
 
 @dataclass(frozen=True)
 class Block:
-    """A seed block planned: game, critic, seeds ``first..last``, its slot and timing."""
+    """A piece of a seed block planned: game, critic, seeds ``first..last``, its slot, the
+    seconds it is predicted to take there, and the share of the block's work done before it
+    (``done_before``, > 0 when it resumes a block in progress) and after it (1: it finishes)."""
 
     game: str
     critic: str
@@ -49,6 +66,8 @@ class Block:
     last: int
     slot: int
     predicted_seconds: float
+    done_before: float = 0.0
+    done_after: float = 1.0
 
     @property
     def name(self) -> str:
@@ -58,10 +77,25 @@ class Block:
     def seeds(self) -> int:
         return self.last - self.first + 1
 
+    @property
+    def finishes(self) -> bool:
+        return self.done_after >= 1.0
+
+
+@dataclass(frozen=True)
+class InProgress:
+    """A published block in progress: ``done`` is the share of its learning cycles done."""
+
+    game: str
+    critic: str
+    first: int
+    last: int
+    done: float
+
 
 @dataclass
 class Plan:
-    """An allocation's blocks, the parallel jobs they assume, and why anything was left."""
+    """An allocation's block pieces, the parallel jobs they assume, and why anything was left."""
 
     parallel: int
     blocks: list[Block] = field(default_factory=list)
@@ -69,14 +103,15 @@ class Plan:
 
     def seeds_after(self, published: Mapping[str, Sequence[int]], main: Mapping[str, str]
                     ) -> dict[str, int]:
-        """Seeds each game has once this plan's blocks (of its main critic) are published."""
-        return {g: len(published.get(g, ())) + sum(b.seeds for b in self.blocks
-                                                   if b.game == g and b.critic == main[g])
+        """Seeds each game has once this plan's finished blocks (main critic) are published."""
+        return {g: len(published.get(g, ())) + sum(b.seeds for b in self.blocks if b.game == g
+                                                   and b.critic == main[g] and b.finishes)
                 for g in main}
 
     def to_json(self) -> dict:
         return {"parallel": self.parallel, "notes": self.notes,
-                "blocks": [{**asdict(b), "name": b.name} for b in self.blocks]}
+                "blocks": [{**asdict(b), "name": b.name, "finishes": b.finishes}
+                           for b in self.blocks]}
 
 
 def configurations(cfg: Mapping, seeds: int) -> int:
@@ -129,6 +164,7 @@ class Throughput:
             if key not in kept or ms > float(kept[key]["ms_per_cycle"]):
                 kept[key] = dict(row)
         self.rows = list(kept.values())
+        self._cache: dict[tuple, float | None] = {}
 
     def parallels(self) -> list[int]:
         return sorted({int(r["parallel"]) for r in self.rows})
@@ -139,10 +175,26 @@ class Throughput:
                 and int(r["parallel"]) == parallel and r.get(key) is not None
                 and math.isfinite(float(r[key]))]
 
-    def predict(self, cfg: Mapping, game: str, critic: str, seeds: int, parallel: int
-                ) -> float | None:
-        """Seconds a block of ``seeds`` seeds takes with ``parallel`` jobs on the GPU (None:
-        not measured there)."""
+    def startup(self, game: str) -> float:
+        """Seconds a job of ``game`` takes before its first cycle, and to finish: start-up
+        (the largest measured) and the fixed overhead."""
+        if ("startup", game) not in self._cache:
+            startups = [float(r["startup_seconds"]) for r in self.rows if r["game"] == game
+                        and r.get("startup_seconds") is not None]
+            self._cache["startup", game] = ((max(startups) if startups
+                                             else DEFAULT_STARTUP_SECONDS) + JOB_OVERHEAD_SECONDS)
+        return self._cache["startup", game]
+
+    def work(self, cfg: Mapping, game: str, critic: str, seeds: int, parallel: int
+             ) -> float | None:
+        """Seconds of learning and checkpoint evaluation of a whole block of ``seeds`` seeds
+        with ``parallel`` jobs on the GPU, with the safety factor (None: not measured)."""
+        key = ("work", id(cfg), game, critic, seeds, parallel)
+        if key not in self._cache:
+            self._cache[key] = self._work(cfg, game, critic, seeds, parallel)
+        return self._cache[key]
+
+    def _work(self, cfg, game, critic, seeds, parallel):
         n = configurations(cfg, seeds)
         ms = _interpolate(self._points(game, critic, parallel, "ms_per_cycle"), n)
         if ms is None:
@@ -150,186 +202,253 @@ class Throughput:
         evaluation = _interpolate(self._points(game, critic, 1, "checkpoint_seconds"), n)
         if evaluation is None:
             evaluation = _interpolate(self._points(game, "learned", 1, "checkpoint_seconds"), n)
-        startups = [float(r["startup_seconds"]) for r in self.rows if r["game"] == game
-                    and r.get("startup_seconds") is not None]
-        startup = max(startups) if startups else DEFAULT_STARTUP_SECONDS
-        work = (cycles(cfg, game) * ms / 1e3
-                + checkpoints(cfg, game) * (evaluation or 0.0) * parallel)
-        return startup + JOB_OVERHEAD_SECONDS + SAFETY * work
+        return SAFETY * (cycles(cfg, game) * ms / 1e3
+                         + checkpoints(cfg, game) * (evaluation or 0.0) * parallel)
+
+    def predict(self, cfg: Mapping, game: str, critic: str, seeds: int, parallel: int
+                ) -> float | None:
+        """Seconds a whole block of ``seeds`` seeds takes in one go with ``parallel`` jobs on
+        the GPU (None: not measured there)."""
+        work = self.work(cfg, game, critic, seeds, parallel)
+        return None if work is None else self.startup(game) + work
 
 
-def _critics(cfg: Mapping, game: str) -> tuple[str, ...]:
-    return critics(cfg, game)
+@dataclass(frozen=True)
+class Bytes:
+    """What the repository's history gains, per seed of a game: a finished block's files
+    (``block``, once) and a block-in-progress state (``state``, each time one is committed)."""
+
+    block: Mapping[str, float]
+    state: Mapping[str, float]
 
 
-def plan_slots(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
-               seconds: float, parallel: int) -> Plan:
-    """The plan with ``parallel`` slots of ``seconds`` each (see the module):
+@dataclass
+class _Job:
+    game: str
+    critic: str
+    first: int
+    last: int
+    work: float            # seconds of the whole block (safety included)
+    done: float = 0.0      # share done
+    whole: bool = False    # must finish in the allocation that starts it
 
-    1. **length**: a one-seed block of every game that has no seed yet, the cheapest first,
-       each in the slot with the most time left (with its exact-critic twin);
-    2. **seeds**: those blocks grown a seed at a time, the one whose next seed costs least
-       first (a block of more seeds costs little more on a GPU), while they fit their slots;
-    3. new blocks, as large as fit, the game with the fewest seeds first, while any fits.
-    """
-    free = [float(seconds)] * parallel
-    total = int(cfg["seeds"])
-    done = {g: sorted(int(s) for s in published.get(g, ())) for g in cfg["games"]}
-    order = list(cfg["games"])
-    units: list[dict] = []  # game, first, seeds, times and slots per critic
+    @property
+    def seeds(self) -> int:
+        return self.last - self.first + 1
 
-    def times(game, seeds):
-        out = [throughput.predict(cfg, game, c, seeds, parallel) for c in _critics(cfg, game)]
-        return None if any(t is None for t in out) else out
 
-    def seeds_of(game):
-        return len(done[game]) + sum(u["seeds"] for u in units if u["game"] == game)
+@dataclass
+class Schedule:
+    """The allocations of one choice of jobs on the GPU and block sizes."""
 
-    def taken(game):
-        return set(done[game]) | {s for u in units if u["game"] == game
-                                  for s in range(u["first"], u["first"] + u["seeds"])}
+    parallel: int
+    sizes: dict[str, int]
+    plans: list[Plan]
+    complete: bool
+    history_bytes: float
+    gpu_seconds: float
+    first: dict[str, int]
+    full: dict[str, int]
+    seeds: dict[str, int] = field(default_factory=dict)
+    capped: bool = False
 
-    def place(game, seeds):
-        first = next(s for s in range(total + 1) if s not in taken(game))
-        room = 0
-        while first + room < total and first + room not in taken(game):
-            room += 1
-        for size in range(min(seeds, room), 0, -1):
-            wanted = times(game, size)
-            slots = None if wanted is None else _fit(free, wanted)
-            if slots is not None:
-                for t, slot in zip(wanted, slots):
-                    free[slot] -= t
-                units.append({"game": game, "first": first, "seeds": size, "times": wanted,
-                              "slots": slots})
-                return True
-        return False
+    def key(self, cap: float) -> tuple:
+        """Smaller is better: complete within ``cap`` first, in the fewest allocations, each
+        game's first seed soonest, the fewest GPU seconds and bytes, the fewest jobs; an
+        incomplete one (or over the cap) by the most games completed."""
+        within = self.history_bytes <= cap
+        if self.complete and within:
+            return (0, len(self.plans), sum(self.first.values()), self.gpu_seconds,
+                    self.history_bytes, self.parallel)
+        return (1, not within, -len(self.full), -sum(self.seeds.values()), len(self.plans),
+                self.gpu_seconds, self.history_bytes)
 
-    notes = []
-    one_seed = {g: times(g, 1) for g in order}
-    for game in sorted((g for g in order if not done[g]),
-                       key=lambda g: (max(one_seed[g]) if one_seed[g] else math.inf,
-                                      order.index(g))):
-        if not place(game, 1):
-            need = ("not measured" if one_seed[game] is None
-                    else f"{max(one_seed[game]) / 60:.1f} min for one seed")
-            notes.append(f"{game}: no block fits ({need}; largest slot left "
-                         f"{max(free) / 60:.1f} min with {parallel} jobs on the GPU)")
-    while True:  # grow the block whose next seed costs least (then: the fewest seeds)
-        options = []
-        for unit in units:
-            end = unit["first"] + unit["seeds"]
-            if end >= total or end in taken(unit["game"]):
-                continue
-            wanted = times(unit["game"], unit["seeds"] + 1)
-            if wanted is None:
-                continue
-            extra = [w - t for w, t in zip(wanted, unit["times"])]
-            room = list(free)
-            for slot, more in zip(unit["slots"], extra):
-                room[slot] -= more
-            if min(room) >= -1e-9:
-                options.append((sum(extra), seeds_of(unit["game"]), order.index(unit["game"]),
-                                id(unit), unit, wanted, room))
-        if not options:
-            break
-        *_, unit, wanted, room = min(options, key=lambda o: o[:4])
-        free[:] = room
-        unit["seeds"], unit["times"] = unit["seeds"] + 1, wanted
-    while True:
-        open_games = [g for g in order if seeds_of(g) < total]
-        placed = False
-        for game in sorted(open_games, key=lambda g: (seeds_of(g), order.index(g))):
-            if place(game, total):
-                placed = True
-                break
-        if not placed:
-            break
-    out = Plan(parallel=parallel, notes=notes)
-    for unit in units:
-        for critic, t, slot in zip(_critics(cfg, unit["game"]), unit["times"], unit["slots"]):
-            out.blocks.append(Block(unit["game"], critic, unit["first"],
-                                    unit["first"] + unit["seeds"] - 1, slot, round(t, 1)))
+
+def _open_seeds(cfg, game, published, in_progress) -> list[int]:
+    taken = set(int(s) for s in published.get(game, ()))
+    for block in in_progress:
+        if block.game == game:
+            taken |= set(range(block.first, block.last + 1))
+    return [s for s in range(int(cfg["seeds"])) if s not in taken]
+
+
+def _runs(seeds: list[int], size: int) -> list[tuple[int, int]]:
+    """Consecutive runs of at most ``size`` seeds covering ``seeds``."""
+    out, start = [], None
+    for k, s in enumerate(seeds):
+        if start is None:
+            start = s
+        end_here = k + 1 == len(seeds) or seeds[k + 1] != s + 1 or s - start + 1 == size
+        if end_here:
+            out.append((start, s))
+            start = None
     return out
 
 
-def _fit(free: list[float], times: list[float]) -> list[int] | None:
-    """Slots for jobs of ``times`` (each in the slot with the most time left that holds it),
-    or None if one does not fit."""
-    left, slots = list(free), []
-    for t in sorted(range(len(times)), key=lambda i: -times[i]):
-        best = max(range(len(left)), key=lambda k: left[k])
-        if left[best] < times[t]:
+def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job] | None:
+    """The jobs of a schedule in order: blocks in progress first, then new blocks, one block
+    of each game in turn (the cheapest game first), so that every game gets a seed early."""
+    jobs = []
+    for block in in_progress:
+        work = throughput.work(cfg, block.game, block.critic, block.last - block.first + 1,
+                               parallel)
+        if work is None:
             return None
-        left[best] -= times[t]
-        slots.append((t, best))
-    return [slot for _, slot in sorted(slots)]
+        jobs.append(_Job(block.game, block.critic, block.first, block.last, work,
+                         done=block.done, whole=len(critics(cfg, block.game)) > 1))
+    queues = {}
+    for game in cfg["games"]:
+        queue = []
+        for first, last in _runs(_open_seeds(cfg, game, published, in_progress), sizes[game]):
+            for critic in critics(cfg, game):
+                work = throughput.work(cfg, game, critic, last - first + 1, parallel)
+                if work is None:
+                    return None
+                queue.append(_Job(game, critic, first, last, work,
+                                  whole=len(critics(cfg, game)) > 1))
+        queues[game] = queue
+    order = sorted(queues, key=lambda g: (queues[g][0].work if queues[g] else 0.0,
+                                          list(cfg["games"]).index(g)))
+    for k in range(max((len(q) for q in queues.values()), default=0)):
+        jobs += [queues[g][k] for g in order if k < len(queues[g])]
+    return jobs
 
 
-def _score(plan: Plan, cfg: Mapping, published: Mapping[str, Sequence[int]]) -> tuple:
-    after = plan.seeds_after(published, {g: main_critic(cfg) for g in cfg["games"]})
-    return (sum(1 for v in after.values() if v > 0), min(after.values()), sum(after.values()),
-            -plan.parallel)
+def _allocation(jobs: list[_Job], throughput: Throughput, parallel: int, seconds: float
+                ) -> tuple[Plan, list[_Job]]:
+    """Place ``jobs`` (in order, each in the slot with the most time left) into one
+    allocation of ``parallel`` slots of ``seconds``; return its plan and the jobs left (a block
+    stopped in this allocation first, with its share done)."""
+    free = [float(seconds)] * parallel
+    step, left, carried = Plan(parallel=parallel), [], []
+    for job in jobs:
+        slot = max(range(parallel), key=lambda k: free[k])
+        fixed = throughput.startup(job.game)
+        rest = (1.0 - job.done) * job.work
+        room = free[slot] - fixed
+        if room >= rest:
+            after, used = 1.0, fixed + rest
+        elif not job.whole and room >= SAVE_SECONDS + MIN_PIECE_SECONDS:
+            after = job.done + (room - SAVE_SECONDS) / job.work
+            used = free[slot]
+        else:
+            left.append(job)
+            continue
+        free[slot] -= used
+        step.blocks.append(Block(job.game, job.critic, job.first, job.last, slot,
+                                 round(used, 1), round(job.done, 6), min(after, 1.0)))
+        if after < 1.0:
+            carried.append(_Job(job.game, job.critic, job.first, job.last, job.work,
+                                done=after, whole=job.whole))
+    return step, carried + left
 
 
-def plan(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
-         seconds: float, max_parallel: int = 3) -> Plan:
-    """The best plan for ``seconds`` of jobs: over 1..``max_parallel`` jobs sharing the GPU
-    (those measured), the most games at full length, then the fewest seeds of any game
-    highest, then the most seeds."""
-    options = [plan_slots(cfg, published, throughput, seconds, p)
-               for p in throughput.parallels() if p <= max_parallel]
-    if not options:
-        return Plan(parallel=1, notes=["no throughput measured: nothing can be planned"])
-    return max(options, key=lambda p: _score(p, cfg, published))
+def _simulate(cfg, published, in_progress, throughput, bytes_, parallel, sizes,
+              first_seconds, later_seconds, limit, cap) -> Schedule | None:
+    jobs = _jobs(cfg, published, in_progress, throughput, parallel, sizes)
+    if jobs is None:
+        return None
+    main = {g: main_critic(cfg) for g in cfg["games"]}
+    have = {g: len(published.get(g, ())) for g in cfg["games"]}
+    total = int(cfg["seeds"])
+    plans, history, gpu, capped = [], 0.0, 0.0, False
+    first = {g: 0 for g in cfg["games"] if have[g]}
+    full = {g: 0 for g in cfg["games"] if have[g] >= total}
+    for k in range(1, limit + 1):
+        if not jobs:
+            break
+        step, after = _allocation(jobs, throughput, parallel,
+                                  first_seconds if k == 1 else later_seconds)
+        added = sum((bytes_.block if b.finishes else bytes_.state).get(b.game, 0.0) * b.seeds
+                    for b in step.blocks)
+        if not step.blocks:
+            break
+        if history + added > cap and plans:
+            capped = True  # the run stops where the repository's cap is reached
+            break
+        plans.append(step)
+        jobs, history = after, history + added
+        for block in step.blocks:
+            gpu += block.predicted_seconds
+            if block.finishes and block.critic == main[block.game]:
+                have[block.game] += block.seeds
+        for game in cfg["games"]:
+            if have[game] and game not in first:
+                first[game] = k
+            if have[game] >= total and game not in full:
+                full[game] = k
+    return Schedule(parallel, dict(sizes), plans or [Plan(parallel)], not jobs, history, gpu,
+                    first, full, {g: min(have[g], total) for g in cfg["games"]}, capped)
 
 
 def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
-             seconds: float, max_parallel: int = 3, limit: int = 50) -> list[Plan]:
-    """The plans of this allocation and the following ones of the same size, until every
-    game has every seed (or nothing more fits, or ``limit`` allocations)."""
-    done = {g: list(published.get(g, ())) for g in cfg["games"]}
-    out = []
-    for _ in range(limit):
-        step = plan(cfg, done, throughput, seconds, max_parallel)
-        if not step.blocks:
-            out.append(step)
-            break
-        out.append(step)
-        for block in step.blocks:
-            if block.critic == main_critic(cfg):
-                done[block.game] = sorted(set(done[block.game])
-                                          | set(range(block.first, block.last + 1)))
-        if all(len(v) >= int(cfg["seeds"]) for v in done.values()):
-            break
-    return out
+             seconds: float, later_seconds: float | None = None,
+             in_progress: Sequence[InProgress] = (), bytes_: Bytes | None = None,
+             history_left: float = HISTORY_CAP, max_parallel: int = 3, limit: int = 100
+             ) -> Schedule:
+    """The best schedule (see the module): over 1..``max_parallel`` jobs sharing the GPU
+    (those measured) and the block sizes of :data:`BLOCK_SIZES` each game's measured sizes
+    allow, the one that finishes every game in the fewest allocations of ``later_seconds``
+    (this one: ``seconds``) while adding at most ``history_left`` bytes."""
+    later = seconds if later_seconds is None else later_seconds
+    bytes_ = bytes_ or Bytes({}, {})
+    largest = max((int(r["configurations"]) for r in throughput.rows), default=0)
+    per_seed = configurations(cfg, 1)
+    options = {}
+    for game in cfg["games"]:
+        open_seeds = len(_open_seeds(cfg, game, published, in_progress))
+        options[game] = sorted({min(s, max(open_seeds, 1)) for s in BLOCK_SIZES
+                                if s * per_seed <= largest} or {1})
+    best = None
+    for parallel in [p for p in throughput.parallels() if p <= max_parallel]:
+        for choice in itertools.product(*(options[g] for g in cfg["games"])):
+            bound = limit  # a schedule longer than the best complete one cannot beat it
+            if best is not None and best.key(history_left)[0] == 0:
+                bound = min(limit, len(best.plans))
+            found = _simulate(cfg, published, in_progress, throughput, bytes_, parallel,
+                              dict(zip(cfg["games"], choice)), seconds, later, bound,
+                              history_left)
+            if found is not None and (best is None or found.key(history_left)
+                                      < best.key(history_left)):
+                best = found
+    if best is None:
+        return Schedule(1, {}, [Plan(1, notes=["no throughput measured: nothing can be "
+                                                "planned"])], False, 0.0, 0.0, {}, {})
+    if best.history_bytes > history_left or best.capped:
+        best.plans[0].notes.append(
+            f"no schedule finishes every game within the {history_left / 2**20:.1f} MiB the "
+            f"run may still add to the repository; this one stops at "
+            f"{best.history_bytes / 2**20:.1f} MiB")
+    for game in cfg["games"]:
+        if game not in best.full:
+            one = throughput.predict(cfg, game, main_critic(cfg), 1, best.parallel)
+            need = "not measured" if one is None else f"{one / 60:.1f} min for one seed"
+            best.plans[0].notes.append(f"{game}: not finished within {limit} allocations "
+                                       f"({need})")
+    return best
 
 
-def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], plans: list[Plan]) -> str:
-    """The plan for the rest in words: when each game first has a seed at full length and
-    when it has all of them."""
-    total, main = int(cfg["seeds"]), {g: main_critic(cfg) for g in cfg["games"]}
-    first, full = {}, {}
-    done = {g: list(published.get(g, ())) for g in cfg["games"]}
-    for k, step in enumerate(plans, start=1):
-        after = step.seeds_after(done, main)
-        for game, seeds in after.items():
-            if seeds and game not in first:
-                first[game] = k
-            if seeds >= total and game not in full:
-                full[game] = k
-        for block in step.blocks:
-            if block.critic == main[block.game]:
-                done[block.game] = sorted(set(done[block.game])
-                                          | set(range(block.first, block.last + 1)))
+def plan(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
+         seconds: float, max_parallel: int = 3, **keywords) -> Plan:
+    """This allocation's plan: the first of :func:`schedule`'s allocations."""
+    return schedule(cfg, published, throughput, seconds, max_parallel=max_parallel,
+                    **keywords).plans[0]
+
+
+def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedule) -> str:
+    """The plan for the rest in words: per game, the allocation that brings its first seed
+    at full length and its last."""
+    total = int(cfg["seeds"])
     parts = []
     for game in cfg["games"]:
         have = len(published.get(game, ()))
-        when_first = ("has" if have else f"allocation {first[game]}" if game in first
-                      else "never at this speed")
-        when_full = (f"allocation {full[game]}" if game in full else "not within "
-                     f"{len(plans)} allocations")
+        when_first = ("has" if have else f"allocation {best.first[game]}"
+                      if game in best.first else "never at this speed")
+        when_full = (f"allocation {best.full[game]}" if game in best.full
+                     else f"not within {len(best.plans)} allocations")
         parts.append(f"{game}: {have} of {total} seeds now; first seed at full length: "
                      f"{when_first}; all {total}: {when_full}")
-    last = plans[-1].notes if plans else []
-    return "; ".join(parts) + (f" ({'; '.join(last)})" if last else "")
+    sizes = ", ".join(f"{g} {s}" for g, s in best.sizes.items())
+    return ("; ".join(parts) + f" ({len(best.plans)} allocations, {best.parallel} jobs on the "
+            f"GPU, blocks of {sizes} seeds, {best.gpu_seconds / 60:.0f} GPU minutes, "
+            f"{best.history_bytes / 2**20:.1f} MiB added to the repository)")
