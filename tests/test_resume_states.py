@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from test_publication import ROOT
 
 from neurd import cli, games, publication, resume_states
 from neurd.neural import experiment
 from neurd.publication import BlockSource, PublicationError
-
-from test_publication import ROOT
 
 BLOCK = "learned_s0-1"
 STOP = ["--stop-after-minutes", "0.0001"]  # stops two checkpoint rows into each piece

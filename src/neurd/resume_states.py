@@ -38,7 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from neurd.pipeline.neural import block_plan, check_block, parse_block
+import numpy as np
+
+from neurd import games
+from neurd.pipeline.neural import block_plan, check_block, critics, parse_block
 from neurd.tables import config_hash
 
 IN_PROGRESS = "in-progress"
@@ -89,7 +92,6 @@ def check(cfg: Mapping, game: str, name: str, folder: str | os.PathLike, compile
     """Check the state of ``game``'s block ``name`` in ``folder`` (see the module); return
     ``{"next_row", "iteration", "iterations", "rows", "pieces"}``, else raise ValueError
     naming the file and what is wrong."""
-    from neurd import games
     from neurd.neural.experiment import check_state  # puts off JAX
 
     critic, first, last = parse_block(name)
@@ -144,10 +146,8 @@ def bytes_per_seed(cfg: Mapping, game: str, compiled) -> tuple[float, float]:
     block-in-progress state (exactly: the job's state arrays at their largest, before the last
     phase's end, for a one-seed block; the arrays grow linearly with the seeds)."""
     import jax
-    import numpy as np
 
     from neurd.neural.experiment import job_template  # puts off JAX
-    from neurd.pipeline.neural import critics
 
     plan = block_plan(cfg, game, critics(cfg, game)[0], 0, 0)
     configurations = len(plan.configurations)
