@@ -549,6 +549,25 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
     return finished, stopped
 
 
+def pack_blocks(report: Report, cfg: dict, results: Path, finished: list[Path],
+                stopped: list[Path]) -> None:
+    """Pack the finished blocks' tables and the stopped blocks' states (with their logs) into
+    ``blocks.json`` and its parts in the folder that comes back, with the report."""
+    from neurd.packs import pack
+    from neurd.resume_states import state_files
+    from neurd.tables import config_hash
+
+    files = {}
+    for folder, names in [(f, ("curves.parquet", "policies.parquet")) for f in finished] + [
+            (f, state_files(f)) for f in stopped]:
+        for name in [*names, "run.log"]:
+            files[folder.relative_to(results / "allocation").as_posix() + f"/{name}"] = (
+                folder / name)
+    if files:
+        pack(files, report.out, "blocks", extra={"config_hash": config_hash(cfg),
+                                                  "allocation": report.data})
+
+
 def table(report: dict) -> str:
     """The throughput of an allocation's report as the Markdown table of bench/NEURAL.md."""
     rows = report.get("throughput", [])
@@ -619,7 +638,6 @@ def main(argv=None) -> int:
     if args.mode == "worker":
         return worker(args)
     from neurd import allocation
-    from neurd.packs import pack
 
     if args.mode == "table":
         print(table(json.loads(Path(args.report).read_text())), end="")
@@ -714,21 +732,8 @@ def main(argv=None) -> int:
     hard = time.monotonic() + jobs_seconds
     finished, stopped = run_jobs(report, cfg, step, results, args.platform, cache, hard,
                                  publication)
-    files = {}
-    for folder in finished:
-        for name in ("curves.parquet", "policies.parquet", "run.log"):
-            member = folder.relative_to(results / "allocation").as_posix() + f"/{name}"
-            files[member] = folder / name
-    from neurd.resume_states import state_files
-
-    for folder in stopped:
-        for name in [*state_files(folder), "run.log"]:
-            member = folder.relative_to(results / "allocation").as_posix() + f"/{name}"
-            files[member] = folder / name
     report.step("pack", blocks=len(finished), in_progress=len(stopped))
-    if files:
-        pack(files, report.out, "blocks", extra={"config_hash": config_hash(cfg),
-                                                  "allocation": report.data})
+    pack_blocks(report, cfg, results, finished, stopped)
     report.step("done", blocks=[str(f.relative_to(results / "allocation")) for f in finished],
                 in_progress=[str(f.relative_to(results / "allocation")) for f in stopped])
     return 0

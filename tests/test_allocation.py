@@ -411,3 +411,67 @@ def test_an_allocation_packs_blocks_that_publish(smoke_inputs, tmp_path):
     assert refused.returncode == 2 and "blocks.tar.000 is not part 1" in refused.stderr
     after = {p: p.read_bytes() for p in (workflow / "published").rglob("*") if p.is_file()}
     assert after == before
+
+
+@pytest.mark.workflow
+def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next(
+        smoke_inputs, tmp_path, monkeypatch):
+    """An allocation's job stopped at the end of its slot comes back as a state in the pack,
+    `neurd published-add` publishes it as the block in progress, and the next allocation
+    resumes it from the publication: the block that finishes is the block run whole."""
+    import pandas as pd
+
+    from neurd import cli, publication
+    from neurd.tables import read_metadata
+
+    bench = _bench()
+    root, smoke = smoke_inputs
+    cfg = dict(smoke, exact_critic_games=[])  # one critic: a block may be split
+    results = tmp_path / "results"
+    shutil.copytree(root / "results", results)
+    (results / "config/neural.json").write_text(json.dumps(cfg))
+    folder = tmp_path / "published"
+    publication.init(folder, cfg)
+    cache = tmp_path / "cache"
+
+    def allocate(block, deadline):
+        report = bench.Report(tmp_path / f"out{len(list(tmp_path.glob('out*')))}", 5)
+        step = allocation.Plan(1, [block])
+        found = bench.run_jobs(report, cfg, step, results, "cpu", cache,
+                               time.monotonic() + deadline, folder)
+        return report, found
+
+    monkeypatch.setattr(allocation, "SAVE_SECONDS", 119.0)  # a stop budget of one second
+    piece = allocation.Block("kuhn", "learned", 0, 0, 0, 60.0, 0.0, 0.5)
+    report, (finished, stopped) = allocate(piece, 120)
+    assert not finished and len(stopped) == 1, report.data["jobs"]
+    assert report.data["jobs"][0]["status"].startswith("in progress")
+    bench.pack_blocks(report, cfg, results, finished, stopped)
+    index = json.loads((report.out / "blocks.json").read_text())
+    assert any(m["name"].endswith("in-progress/learned_s0-0/meta.json")
+               for m in index["members"])
+    from types import SimpleNamespace
+
+    from neurd.publish import _add  # the command's own step, as `make publish-blocks` runs it
+    monkeypatch.setattr("neurd.publish._config_and_folder",
+                        lambda args: (cfg, folder, tmp_path / "work"))
+    _add(SimpleNamespace(packs=[str(report.out)], keep_reports=None, replace=False,
+                         configfile="smoke", workflow="."))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["games"]["kuhn"]["in_progress"] == ["learned_s0-0"]
+    assert manifest["games"]["kuhn"]["seeds"] == []
+
+    monkeypatch.setattr(allocation, "SAVE_SECONDS", 30.0)
+    resumed = allocation.Block("kuhn", "learned", 0, 0, 0, 60.0, 0.3, 1.0)
+    report, (finished, stopped) = allocate(resumed, 600)
+    assert len(finished) == 1 and not stopped, report.data["jobs"]
+    whole = tmp_path / "whole"
+    assert cli.main(["neural-run", "--config", str(results / "config/neural.json"), "--game",
+                     "kuhn", "--critic", "learned", "--seeds", "0-0", "--compiled",
+                     str(results / "neural/kuhn/game.npz"), "--curves",
+                     str(whole / "curves.parquet"), "--policies",
+                     str(whole / "policies.parquet")]) == 0
+    for name in ("curves.parquet", "policies.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(finished[0] / name),
+                                      pd.read_parquet(whole / name), check_exact=True)
+    assert len(read_metadata(finished[0] / "curves.parquet")["pieces"]) == 2
