@@ -7,6 +7,7 @@ checks the device first, and packs blocks that `neurd published-add` checks and 
 
 import importlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -475,3 +476,49 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
         pd.testing.assert_frame_equal(pd.read_parquet(finished[0] / name),
                                       pd.read_parquet(whole / name), check_exact=True)
     assert len(read_metadata(finished[0] / "curves.parquet")["pieces"]) == 2
+
+
+def test_the_docs_state_the_plan_for_the_rest():
+    """docs/paper-scale.md's bytes per seed and plan for the rest are what the code gives for
+    the paper config and the H200 table in bench/gpu."""
+    import re
+
+    from neurd import games
+    from neurd.resume_states import bytes_per_seed
+    from neurd.stages import load_config, snapshot
+
+    cfg = snapshot(load_config([str(ROOT / "workflow/config/paper.yaml")], str(ROOT),
+                               games=False), "neural")
+    sizes = {g: bytes_per_seed(cfg, g, games.compile_configured(
+        g, cfg["game_strings"], cfg.get("expected_infostates"), "neural")) for g in cfg["games"]}
+    text = " ".join((ROOT / "docs/paper-scale.md").read_text().split())
+    mib = [f"{sizes[g][0] / 2**20:.2f}" for g in cfg["games"]]
+    assert (f"{mib[0]} MiB for Kuhn (its two critics), {mib[1]} MiB for Leduc and {mib[2]} MiB "
+            "for Goofspiel") in text
+    states = [f"{sizes[g][1] / 2**20:.2f}" for g in cfg["games"]]
+    assert f"a state adds {states[0]}, {states[1]} and {states[2]} MiB" in text
+    measured = json.loads((ROOT / "bench/gpu/h200-2026-11-26.json").read_text())["throughput"]
+    rows = [dict(r, code="this", critic=c, parallel=1, startup_seconds=r[
+        "compile_and_first_seconds"]) for r in measured
+        if r["flag"] and r["precision"] == "float32" and r["code"] != "before"
+        for c in ("learned", "exact")]
+    bytes_ = allocation.Bytes({g: b for g, (b, _) in sizes.items()},
+                              {g: s for g, (_, s) in sizes.items()})
+    capped, free = (allocation.schedule(cfg, {}, Throughput(rows), 5.5 * 60, 8 * 60,
+                                        bytes_=bytes_, history_left=cap)
+                    for cap in (allocation.HISTORY_CAP, math.inf))
+    words = re.search(r"within the 100 MiB cap: Kuhn's 40th seed in allocation (\d+), Leduc's "
+                      r"first seed in allocation (\d+) and Goofspiel's first in allocation "
+                      r"(\d+), where the run stops at ([\d.]+) MiB", text)
+    assert words, "the capped plan is not stated"
+    assert [int(words.group(k)) for k in (1, 2, 3)] == [
+        capped.full["kuhn"], capped.first["leduc"], capped.first["goofspiel"]]
+    assert len(capped.plans) == capped.first["goofspiel"]
+    assert words.group(4) == f"{capped.history_bytes / 2**20:.1f}"
+    assert "leduc" not in capped.full and "goofspiel" not in capped.full
+    one = Throughput(rows).predict(cfg, "goofspiel", "learned", 1, 1) / 60
+    assert f"a Goofspiel seed takes {one:.1f} minutes of GPU" in text
+    assert (f"every game's 40th seed by allocation {max(free.full.values())}, in "
+            f"{len(free.plans)} allocations ({free.gpu_seconds / 60:.0f} GPU minutes, blocks "
+            f"of {max(free.sizes.values())} seeds), adding {free.history_bytes / 2**20:.1f} "
+            "MiB") in text
