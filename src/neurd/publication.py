@@ -741,7 +741,7 @@ def _finish(build: Path, cfg: Mapping, games: Mapping, name: str,
     """Write the config, README and manifest of a build; return the manifest.  Its
     ``history_bytes`` adds to the current manifest's the bytes of every file new or changed:
     what the publication has added to the repository's history (the manifest itself aside),
-    at most: git compresses)."""
+    an upper bound: git compresses."""
     manifest = {"format": FORMAT, "version": VERSION, "config_hash": config_hash(cfg),
                 "games": games, "files": {}, "bytes": 0}
     write_json(build / CONFIG, cfg)
