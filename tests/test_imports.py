@@ -29,8 +29,9 @@ LAYERS = [
     # streams, statistics, the matrix games and the learners' steps, the source revision
     ["neurd", "neurd.names", "neurd.config", "neurd.precision", "neurd.progress",
      "neurd.streams", "neurd.stats", "neurd.matrix_games", "neurd.learners", "neurd.revision"],
-    # files: tables with provenance, config files, files carried between machines
-    ["neurd.tables", "neurd.configfile", "neurd.packs"],
+    # files: tables with provenance, config files and their schemas, files carried between
+    # machines
+    ["neurd.tables", "neurd.configfile", "neurd.packs", "neurd.schema"],
     # games compiled to arrays
     ["neurd.games", "neurd.games.*"],
     # computation on games and matrices, and the limits of a run
