@@ -90,19 +90,34 @@ def plain(value):
     return value
 
 
+def integers(value, node: Mapping):
+    """``value`` with each whole float where ``node`` (a schema) says integer made an int, as
+    a JSON schema takes ``100.0`` for an integer and a config's readers ``int()`` it."""
+    if node.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        properties, other = node.get("properties", {}), node.get("additionalProperties")
+        return {k: integers(v, properties.get(k, other if isinstance(other, dict) else {}))
+                for k, v in value.items()}
+    if isinstance(value, list) and isinstance(node.get("items"), dict):
+        return [integers(v, node["items"]) for v in value]
+    return value
+
+
 def check_section(name: str, values: Mapping) -> None:
-    """Refuse ``values`` (the config section ``name``, every key given) unless the section's
-    schema takes it: the first error as :func:`message` words it, NaN and infinities first
-    (a schema's bounds let NaN through).  A :class:`~neurd.config.ConfigError` naming the
-    config key."""
+    """Refuse ``values`` (the config section ``name``; ``config``: the settings) unless its
+    schema takes them: the first error as :func:`message` words it, NaN and infinities
+    first (a schema's bounds let NaN through).  A :class:`~neurd.config.ConfigError` whose
+    ``key`` is the dotted key."""
     import jsonschema  # puts off what config validation alone needs
 
-    data = {name: plain(values)}
+    data = plain(values) if name == "config" else {name: plain(values)}
     bad = non_finite(data)
     if bad:
-        raise ConfigError("config: every number must be finite, got " + "; ".join(bad))
+        raise ConfigError("config: every number must be finite, got " + "; ".join(bad),
+                          bad[0].split(" = ")[0])
     rules = schema(name)
     validator = jsonschema.validators.validator_for(rules)(rules)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
-        raise ConfigError(message(error))
+        raise ConfigError(message(error), dotted(error.absolute_path))
