@@ -24,6 +24,7 @@ from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
 from neurd.games import GameError, GameFileError
 from neurd.packs import PackError
+from neurd.pipeline.neural import checkpoint_minutes_default
 from neurd.pipeline.tabular import ReferenceMismatch
 from neurd.precision import float64
 from neurd.provenance import collect, write_html
@@ -87,6 +88,7 @@ def _check_config(args) -> None:
         return
     config = load_config(args.files, args.workflow)
     check_configured(config, args.workflow)
+    checkpoint_minutes_default()  # the environment a job reads its saving interval from
     log.info("config is valid: scale %r, results in %s/", config["scale"],
              results_root(config))
 
