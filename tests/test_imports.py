@@ -41,8 +41,8 @@ LAYERS = [
     ["neurd.stage", "neurd.audit", "neurd.figures", "neurd.figures.*"],
     # the stages (and a published run, drawn by one; the plan of a GPU allocation; neural
     # NeuRD vs SPG in one call, giving the stage's tables)
-    ["neurd.pipeline", "neurd.pipeline.*", "neurd.publication", "neurd.allocation",
-     "neurd.comparison"],
+    ["neurd.pipeline", "neurd.pipeline.*", "neurd.intake", "neurd.publication",
+     "neurd.allocation", "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],
     # a run's provenance, a publication checked against its config file, the command line
