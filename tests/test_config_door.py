@@ -92,5 +92,6 @@ def test_every_message_names_its_key_one_way(changes):
         validate(config, ROOT / "workflow/schemas", ["mine.yaml"], games=False)
     message = str(info.value)
     assert "config key [" not in message and "config key (" not in message, message
-    assert re.match(r"(readings\.[a-z0-9_.]+: )?(config key '[a-z][a-z0-9_]*(\.[a-z0-9_]+|\[\d+\])*': |config: every "
-                    r"number must be finite, got [a-z][a-z0-9_.\[\]]* = )", message), message
+    assert re.match(r"(readings\.[a-z0-9_.]+: )?(config key '[a-z][a-z0-9_]*(\.[a-z0-9_]+|"
+                    r"\[\d+\])*': |config: every number must be finite, got "
+                    r"[a-z][a-z0-9_.\[\]]* = )", message), message

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_publication import _add, _edit_table, _reseal, _state, grown, tiny  # noqa: F401
+import test_publication as shared
 
 from neurd import intake, publication
 from neurd.intake import BlockRefused
@@ -22,6 +22,9 @@ from neurd.publication import BlockSource, PublicationError
 from neurd.publish import expected_snapshot, neural_defaults
 from neurd.tables import InputFileError
 
+# the tiny config's blocks and a publication of two of them (test_publication's fixtures)
+tiny, grown = shared.tiny, shared.grown
+_add, _edit_table, _reseal, _state = shared._add, shared._edit_table, shared._reseal, shared._state
 ROOT = Path(__file__).resolve().parents[1]
 NEURD = str(Path(sys.executable).parent / "neurd")
 BLOCK = "neural/kuhn/blocks/learned_s2-2"

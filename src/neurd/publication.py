@@ -45,7 +45,6 @@ next writer.  Nothing in it is trusted for its hashes alone:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -81,7 +80,6 @@ from neurd.pipeline.neural import (
     jobs,
     main_critic,
     parse_block,
-    plan,
     seed_chunks,
     summary_table,
     uniform_nash_conv,

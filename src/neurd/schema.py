@@ -27,7 +27,7 @@ import yaml
 from neurd.config import ConfigError
 
 SCHEMA_FOLDERS = (Path(__file__).resolve().parents[2] / "workflow" / "schemas",
-                  Path(sys.prefix) / "share" / "neurd" / "schemas")
+                  Path(sys.prefix) / "share/neurd/schemas")
 """Where the schemas are: the source tree's ``workflow/schemas`` (an editable install, a
 checkout), else where ``pip install .`` puts them (``[tool.setuptools.data-files]``)."""
 
