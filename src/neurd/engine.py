@@ -206,6 +206,9 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     CFR(Hedge)), ``"spg"`` (``+= eta * pi * counterfactual regret``), ``"rm"``
     (regret matching: OpenSpiel's ``CFRSolver``), or a :class:`LocalLearner`.
     ``step_size``: a positive number, or ``[I, 1]`` per information state.
+    ``iterations`` and ``step_size`` are checked as config keys ``tabular.iterations`` and
+    ``tabular.step_sizes`` are (:mod:`neurd.schema`; at least 2 iterations, step sizes at
+    most 1000), before anything runs.
     Read the result with :func:`average_policy` / :func:`current_policy`.
     """
     form = sequence_form(game)
