@@ -162,3 +162,17 @@ def test_another_configs_publication_in_the_folder_is_named_as_such(workflow):
     assert "is stale" in message and "other than the one" in message, message
     assert "not in the manifest" not in message
     assert json.loads((smoke / publication.MANIFEST).read_text())["config_hash"] in message
+
+
+def test_a_refused_block_is_one_line_of_the_command_line(monkeypatch, caplog):
+    """``neurd published-add`` reports a refused block as every refusal: one error line, exit
+    status 2, no traceback."""
+    from neurd import cli, publish
+
+    def refuse(args):
+        raise BlockRefused("pack: kuhn block learned_s0-0 does not reproduce here: ...")
+
+    monkeypatch.setattr(publish, "_add", refuse)
+    assert cli.main(["published-add", "workflow/config/smoke.yaml", "pack"]) == 2
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "learned_s0-0 does not reproduce" in errors[0].getMessage()
