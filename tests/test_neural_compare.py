@@ -149,6 +149,14 @@ BAD_VALUES = {
 }
 
 
+def test_a_mapping_setting_is_merged_over_its_default():
+    from neurd import comparison
+
+    cfg = comparison._section("game", 8, 1, 2, [0.0], 0, "learned", 3, 1,
+                              {"bootstrap": {"resamples": 200}})
+    assert cfg["bootstrap"] == {**DEFAULTS["bootstrap"], "resamples": 200}
+
+
 def test_every_keyword_is_checked_before_any_compilation_as_the_config_checks_it(monkeypatch):
     """Each keyword, each kind of bad value: refused in one line naming the argument and its
     config key, before the game is compiled; a setting's message is the config file's."""

@@ -168,7 +168,10 @@ def _section(name, iterations, phases, seeds, entropies, seed, critic, checkpoin
     with the same message, naming the argument, before any compilation."""
     if not isinstance(entropies, (str, bytes, Mapping)) and isinstance(entropies, Iterable):
         entropies = list(entropies)
-    cfg = {**copy.deepcopy(DEFAULTS), **copy.deepcopy(dict(settings))}
+    cfg = copy.deepcopy(DEFAULTS)
+    for setting, value in copy.deepcopy(dict(settings)).items():  # a mapping over its default
+        both = isinstance(value, Mapping) and isinstance(cfg[setting], Mapping)
+        cfg[setting] = {**cfg[setting], **value} if both else value
     key = name if isinstance(name, str) else "game"
     cfg.update(games=[name], game_strings={key: "game"}, entropies=entropies, seeds=seeds,
                phases=phases, critic=critic, phase_iterations={key: iterations},
