@@ -139,7 +139,7 @@ def test_check_config_validates_as_the_snakefile_does(tmp_path):
     assert run.returncode == 2 and "rps.portraits.rtol = nan" in run.stderr
     assert str(tmp_path / "my.yaml") in run.stderr
     run = _check_config(tmp_path, "matrix:\n  horizons: [10, -5]\n")
-    assert run.returncode == 2 and "['matrix']['horizons'][1]" in run.stderr
+    assert run.returncode == 2 and "matrix.horizons[1]" in run.stderr
     run = _check_config(tmp_path, "scale: laptop\nrps:\n  trajectories: 10\n")
     assert run.returncode == 0 and "results in results/laptop/" in run.stderr
 

@@ -179,14 +179,14 @@ def test_every_list_name_and_mapping_of_every_schema_has_a_length_bound():
 
 @pytest.mark.parametrize("changes, key", [
     ({"neural": {"games": ["k" * 300], "game_strings": {"k" * 300: "kuhn_poker"}}},
-     "['neural']['games'][0]"),
-    ({"scale": "s" * 300}, "['scale']"),
-    ({"neural": {"entropies": [i / 1e5 for i in range(100000)]}}, "['neural']['entropies']"),
+     "neural.games[0]"),
+    ({"scale": "s" * 300}, "config key 'scale'"),
+    ({"neural": {"entropies": [i / 1e5 for i in range(100000)]}}, "neural.entropies"),
     ({"tabular": {"game_strings": {"kuhn": "kuhn_poker" + " " * 10000}}},
-     "['tabular']['game_strings']['kuhn']"),
+     "tabular.game_strings.kuhn"),
     ({"matrix": {"alternative_rewards": [{"name": f"r{i}", "win": 1.0, "loss": 0.0}
                                          for i in range(1000)]}},
-     "['matrix']['alternative_rewards']"),
+     "matrix.alternative_rewards"),
 ])
 def test_a_too_long_list_or_name_is_refused_by_key(changes, key):
     assert key in _refusal(changes)

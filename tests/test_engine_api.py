@@ -58,8 +58,11 @@ def test_save_load_and_batch_evaluation(kuhn, tmp_path):
     (lambda g: engine.best_response(g, engine.uniform_policy(g), 2), ValueError, "player"),
     (lambda g: engine.cfr(g, "neurd", 1.0, iterations=0), ValueError, "iterations"),
     (lambda g: engine.cfr(g, "neurd", np.ones(3), iterations=5), ValueError, "step_size"),
-    (lambda g: engine.cfr(g, "neurd", 0.0, iterations=5), ValueError, "positive"),
-    (lambda g: engine.cfr(g, "spg", np.nan, iterations=5), ValueError, "positive"),
+    (lambda g: engine.cfr(g, "neurd", 0.0, iterations=5), ValueError,
+     r"argument step_size: config key 'tabular.step_sizes\[0\]': 0.0 is less than or equal to "
+     "the minimum of 0"),
+    (lambda g: engine.cfr(g, "spg", np.nan, iterations=5), ValueError,
+     r"argument step_size: config: every number must be finite"),
     (lambda g: engine.cfr(g, "adam", 1.0, iterations=5), ValueError, "unknown local learner"),
     (lambda g: engine.sequence_form("kuhn_poker"), TypeError, "CompiledGame"),
 ])

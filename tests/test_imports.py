@@ -29,8 +29,9 @@ LAYERS = [
     # streams, statistics, the matrix games and the learners' steps, the source revision
     ["neurd", "neurd.names", "neurd.config", "neurd.precision", "neurd.progress",
      "neurd.streams", "neurd.stats", "neurd.matrix_games", "neurd.learners", "neurd.revision"],
-    # files: tables with provenance, config files, files carried between machines
-    ["neurd.tables", "neurd.configfile", "neurd.packs"],
+    # files: tables with provenance, config files and their schemas, files carried between
+    # machines
+    ["neurd.tables", "neurd.configfile", "neurd.packs", "neurd.schema"],
     # games compiled to arrays
     ["neurd.games", "neurd.games.*"],
     # computation on games and matrices, and the limits of a run
@@ -38,9 +39,11 @@ LAYERS = [
      "neurd.neural", "neurd.neural.*", "neurd.engine"],
     # what a stage declares; claims and figures
     ["neurd.stage", "neurd.audit", "neurd.figures", "neurd.figures.*"],
-    # the stages (and a published run, drawn by one, with its blocks in progress; the plan of
-    # a GPU allocation; neural NeuRD vs SPG in one call, giving the stage's tables)
-    ["neurd.pipeline", "neurd.pipeline.*", "neurd.publication", "neurd.resume_states",
+    # the stages (and a published run, drawn by one, with its blocks in progress and the
+    # checks of incoming blocks; the plan of a GPU allocation; neural NeuRD vs SPG in one
+    # call, giving the stage's tables)
+    ["neurd.pipeline", "neurd.pipeline.*", "neurd.intake", "neurd.publication",
+     "neurd.resume_states",
      "neurd.allocation", "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],

@@ -86,24 +86,105 @@ def test_compare_defaults_are_the_config_sections():
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"iterations": 102}, r"iterations must be a multiple of .*\(4\), got 102"),
-    ({"iterations": 0}, r"iterations must be an integer"),
-    ({"iterations": 100.0}, r"iterations must be an integer"),
-    ({"seeds": 1}, r"seeds must be an integer in \[2,"),
-    ({"phases": 0}, r"phases must be an integer"),
-    ({"entropies": []}, r"entropies must be"),
-    ({"entropies": [0.1, 0.1]}, r"entropies must be distinct"),
-    ({"entropies": [-0.1]}, r"entropies must be"),
-    ({"entropies": [float("nan")]}, r"entropies must be"),
-    ({"critic": "oracle"}, r"critic must be one of"),
-    ({"name": "Liar's dice"}, r"name must be a short lower-case name"),
-    ({"algorithms": ["neurd", "adam"]}, r"algorithms must be distinct names"),
+    ({"iterations": 102}, r"argument iterations: .*must be a multiple of .*\(4\), got 102"),
+    ({"iterations": 0}, r"argument iterations: .*0 is less than the minimum of 4"),
+    ({"iterations": 100.5}, r"argument iterations: .*100.5 is not of type 'integer'"),
+    ({"seeds": 1}, r"argument seeds: config key 'neural.seeds': 1 is less than the minimum"),
+    ({"phases": 0}, r"argument phases: .*0 is less than the minimum of 1"),
+    ({"entropies": []}, r"argument entropies: .*should be non-empty"),
+    ({"entropies": [0.1, 0.1]}, r"argument entropies: .*non-unique elements"),
+    ({"entropies": [-0.1]}, r"argument entropies: config key 'neural.entropies\[0\]'"),
+    ({"entropies": [float("nan")]}, r"argument entropies: .*neural.entropies\[0\] = nan"),
+    ({"critic": "oracle"}, r"argument critic: .*'oracle' is not one of \['learned', 'exact'\]"),
+    ({"name": "Liar's dice"}, r"argument name: config key 'neural.games\[0\]'"),
+    ({"algorithms": ["neurd", "adam"]}, r"argument algorithms: .*'adam' is not one of"),
     ({"learning_rate": 0.1}, r"unknown setting 'learning_rate'"),
-    ({"checkpoints": 2}, r"checkpoints must be an integer in \[3,"),
+    ({"checkpoints": 2}, r"argument final_checkpoints: .*must not exceed "
+                         r"neural.checkpoints.linear \(2\)"),
+    # what a config file refuses, compare() refused too: it once ran these, or failed in JAX
+    ({"policy_learning_rate": -0.1}, r"argument policy_learning_rate: config key "
+                                     r"'neural.policy_learning_rate': -0.1 is less than or "
+                                     r"equal to the minimum of 0"),
+    ({"critic_batch": 0}, r"argument critic_batch: .*0 is less than the minimum of 1"),
+    ({"neurd_logits": "centered"}, r"argument neurd_logits: .*'centered' is not one of"),
+    ({"optimizer": "rmsprop"}, r"argument optimizer: .*'rmsprop' is not one of"),
+    ({"hidden_sizes": [-3]}, r"argument hidden_sizes: config key 'neural.hidden_sizes\[0\]': "
+                             r"-3 is less than the minimum of 1"),
 ])
 def test_bad_arguments_are_refused_by_name_before_anything_runs(arguments, message):
     with pytest.raises(ValueError, match=message):
         compare(GAME, **arguments)
+
+
+# Every keyword of compare() with a bad value of each kind: of the wrong type, out of its
+# range (or not one of its choices), not finite, a boolean for a number
+NAN = float("nan")
+BAD_VALUES = {
+    "iterations": ["1000", 2, 1002, NAN, True],
+    "phases": ["3", 0, 101, NAN, True],
+    "seeds": ["2", 1, 10**5, NAN, True],
+    "entropies": ["0.1", [], [-1.0], [101.0], [NAN], [0.1, 0.1], [True], 0.1],
+    "seed": ["0", -1, 2**31, NAN, True],
+    "critic": [1, "oracle", ["learned"]],
+    "checkpoints": ["20", 0, 10**5, NAN, True],
+    "geometric": ["10", -1, 10**5, NAN, True],
+    "name": [1, "Kuhn", "k" * 33, "1kuhn", ""],
+    "algorithms": ["neurd", [], ["neurd", "neurd"], ["adam"], [1]],
+    "hidden_sizes": [128, [], [0], [-3], [65537], [NAN], [1.5], [True], [1] * 9],
+    "critic_batch": ["4", 0, 10**7, NAN, True, 4.5],
+    "policy_batch": ["256", 0, 10**7, NAN, True, 2.5],
+    "critic_updates_per_policy_update": ["4", 0, 1001, NAN, True],
+    "policy_learning_rate": ["0.1", 0.0, -0.1, 101.0, NAN, float("inf"), True],
+    "critic_learning_rate": ["0.1", 0.0, -0.1, 101.0, NAN, float("-inf"), True],
+    "optimizer": [1, "rmsprop", "SGD"],
+    "matmul_precision": [32, "float64", "highest"],
+    "neurd_logits": [0, "centered", "RAW"],
+    "loss_normalisation": [None, "mean", "sum"],
+    "networks": [2, "triple", "separate"],
+    "beta": ["2", 0.0, -1.0, 1001.0, NAN, True],
+    "seeds_per_batch": ["5", 0, 10**5, NAN, True],
+    "final_checkpoints": ["3", 0, 21, NAN, True],
+    "bootstrap": [1000, {"resamples": 10}, {"confidence": 1.0}, {"method": "bca"},
+                  {"resamples": NAN}, {"samples": 1000}],
+}
+
+
+def test_a_mapping_setting_is_merged_over_its_default():
+    from neurd import comparison
+
+    cfg = comparison._section("game", 8, 1, 2, [0.0], 0, "learned", 3, 1,
+                              {"bootstrap": {"resamples": 200}})
+    assert cfg["bootstrap"] == {**DEFAULTS["bootstrap"], "resamples": 200}
+
+
+def test_every_keyword_is_checked_before_any_compilation_as_the_config_checks_it(monkeypatch):
+    """Each keyword, each kind of bad value: refused in one line naming the argument and its
+    config key, before the game is compiled; a setting's message is the config file's."""
+    from neurd import comparison
+    from neurd.config import ConfigError
+    from neurd.stages import validate
+
+    keywords = set(compare.__kwdefaults__) | set(DEFAULTS)
+    assert set(BAD_VALUES) == keywords, keywords ^ set(BAD_VALUES)
+
+    def compiled(*_, **__):
+        raise AssertionError("compiled before its arguments were checked")
+
+    monkeypatch.setattr(comparison.games, "compile_game", compiled)
+    for keyword, values in BAD_VALUES.items():
+        for value in values:
+            with pytest.raises(ConfigError) as info:
+                compare(GAME, **{keyword: value})
+            message = str(info.value)
+            assert "\n" not in message and message.startswith(
+                f"compare: argument {keyword}: config"), (keyword, value, message)
+            if keyword in DEFAULTS:  # a setting: the message a config file's value gets
+                config = yaml.safe_load((ROOT / "workflow/config/default.yaml").read_text())
+                config["neural"][keyword] = value
+                with pytest.raises(ConfigError) as from_file:
+                    validate(config, ROOT / "workflow/schemas", games=False)
+                assert message.removeprefix(f"compare: argument {keyword}: ") == str(
+                    from_file.value), (keyword, value)
 
 
 def test_a_game_the_networks_cannot_take_is_refused_with_the_reason():

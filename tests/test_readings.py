@@ -40,7 +40,7 @@ def test_every_reading_is_the_study_default_with_one_change():
 
 @pytest.mark.parametrize("variants, named", [
     ({"x": {"neurd_logit": "centred"}}, "readings.variants.x"),
-    ({"x": {"networks": "triple"}}, "['neural']['networks']"),
+    ({"x": {"networks": "triple"}}, "neural.networks"),
     ({"x": {"hidden_sizes": [65536, 65536]}}, "limits.max_job_memory_mb"),
     ({"x": {"seeds_per_job": 3}}, "neural.seeds_per_job"),
     ({"default": {"networks": "per_player"}}, "readings.variants.default"),
@@ -53,7 +53,7 @@ def test_a_bad_reading_is_refused_naming_it(variants, named):
         validate(config, SCHEMAS, ["mine.yaml"])
     message = str(info.value)
     assert named in message and "mine.yaml" in message, message
-    if named.startswith("['neural']") or named.startswith("limits"):
+    if named.startswith("neural") or named.startswith("limits"):
         assert "readings.variants.x" in message
 
 
@@ -100,9 +100,9 @@ def _merged(base, top):
     ({"seeds": [0]}, "neural.logits_log"),
     ({"entropies": [0.0]}, "neural.logits_log"),
     ({"seeds": [0], "entropies": [float("nan")]}, "neural.logits_log.entropies[0] = nan"),
-    ({"seeds": list(range(17)), "entropies": [0.0]}, "['neural']['logits_log']['seeds']"),
-    ({"seeds": [0, 0], "entropies": [0.0]}, "['neural']['logits_log']['seeds']"),
-    ({"seeds": [-1], "entropies": [0.0]}, "['neural']['logits_log']['seeds'][0]"),
+    ({"seeds": list(range(17)), "entropies": [0.0]}, "neural.logits_log.seeds"),
+    ({"seeds": [0, 0], "entropies": [0.0]}, "neural.logits_log.seeds"),
+    ({"seeds": [-1], "entropies": [0.0]}, "neural.logits_log.seeds[0]"),
     ({"seeds": [0], "entropies": [0.0], "games": ["kuhn"]}, "'games' was unexpected"),
 ])
 def test_a_bad_logits_log_is_refused_naming_it(logits_log, named):

@@ -464,13 +464,13 @@ def test_lint_is_clean(tmp_path):
 
 @pytest.mark.parametrize("bad, named", [
     ("matrix:\n  horizon_list: [10]\n", "'horizon_list' was unexpected"),
-    ("matrix:\n  horizons: [10, -5, 100]\n", "['matrix']['horizons'][1]"),
-    ("matrix:\n  step_sizes: {min: 0.0}\n", "['matrix']['step_sizes']['min']"),
+    ("matrix:\n  horizons: [10, -5, 100]\n", "matrix.horizons[1]"),
+    ("matrix:\n  step_sizes: {min: 0.0}\n", "matrix.step_sizes.min"),
     ("matrix:\n  step_sizes: {min: 10.0, max: 1.0}\n", "matrix.step_sizes.max"),
-    ("rps:\n  dt: 0\n", "['rps']['dt']"),
-    ("rps:\n  bootstrap: {method: bca}\n", "['rps']['bootstrap']['method']"),
+    ("rps:\n  dt: 0\n", "rps.dt"),
+    ("rps:\n  bootstrap: {method: bca}\n", "rps.bootstrap.method"),
     ("rps:\n  portraits: {starts: [[0.5, 0.3, 0.3]]}\n", "rps.portraits.starts[0]"),
-    ("tabular:\n  step_sizes: [1.0, -0.5]\n", "['tabular']['step_sizes'][1]"),
+    ("tabular:\n  step_sizes: [1.0, -0.5]\n", "tabular.step_sizes[1]"),
     ("tabular:\n  figure_game: chess\n", "tabular.figure_game"),
     ("tabular:\n  games: [kuhn, poker9]\n", "tabular.games"),
 ])

@@ -23,7 +23,9 @@ from neurd.audit import gather, write_audit
 from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
 from neurd.games import GameError, GameFileError
+from neurd.intake import BlockRefused
 from neurd.packs import PackError
+from neurd.pipeline.neural import checkpoint_minutes_default
 from neurd.pipeline.tabular import ReferenceMismatch
 from neurd.precision import float64
 from neurd.provenance import collect, write_html
@@ -86,7 +88,8 @@ def _check_config(args) -> None:
         print(results_root(load_config(args.files, args.workflow, games=False)))
         return
     config = load_config(args.files, args.workflow)
-    check_configured(config, args.workflow)
+    check_configured(config, args.workflow, content=True)
+    checkpoint_minutes_default()  # the environment a job reads its saving interval from
     log.info("config is valid: scale %r, results in %s/", config["scale"],
              results_root(config))
 
@@ -159,7 +162,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     try:
         args.func(args)
-    except (ConfigError, GameError, GameFileError, InputFileError, PackError,
+    except (BlockRefused, ConfigError, GameError, GameFileError, InputFileError, PackError,
             PublicationError, ReferenceMismatch) as error:
         # a bad snapshot, game, input, pack or publication, or a yardstick that parts from
         # OpenSpiel's: the message names the file or key and what to do

@@ -15,14 +15,14 @@ pipeline; progress (rate, time left) is logged on the ``neurd`` logger at INFO.
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from neurd import games
+from neurd import games, schema
+from neurd.config import ConfigError
 from neurd.games import CompiledGame, GameError
 from neurd.names import LEARNERS
 from neurd.pipeline import neural as stage
@@ -108,7 +108,9 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
     ``hidden_sizes``, ``policy_learning_rate``, ``critic_batch``, ``neurd_logits``, ...);
     the others keep their defaults, the paper's where it states them.
 
-    Bad arguments raise :class:`ValueError` naming the argument; a game the engine or the
+    Bad arguments raise :class:`~neurd.config.ConfigError` (a :class:`ValueError`) naming the
+    argument and its config key, as the config's schema words it, before any compilation;
+    a game the engine or the
     networks cannot take raises :class:`neurd.games.GameError` with the reason.
     """
     from neurd.neural import experiment  # puts off JAX
@@ -139,46 +141,52 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
     return Comparison(**tables, uniform_nash_conv=uniform, game=compiled, config=cfg)
 
 
+# compare()'s own arguments -> the config key each is (``{name}``: the game's short name)
+ARGUMENT_KEYS = {"iterations": "neural.phase_iterations.{name}", "phases": "neural.phases",
+                 "seeds": "neural.seeds", "entropies": "neural.entropies", "seed": "seed",
+                 "critic": "neural.critic", "checkpoints": "neural.checkpoints.linear",
+                 "geometric": "neural.checkpoints.geometric", "name": "neural.games[0]"}
+
+
+def _argument(key: str | None) -> str:
+    """The argument of :func:`compare` a refused config key is (a setting: its own name)."""
+    part = (key or "").removeprefix("neural.")
+    for argument, config_key in ARGUMENT_KEYS.items():
+        stem = config_key.removeprefix("neural.").split("{")[0].split("[")[0].rstrip(".")
+        if part == stem or part.startswith((f"{stem}.", f"{stem}[")):
+            return argument
+    top = part.split(".")[0].split("[")[0]
+    return {"games": "name", "game_strings": "name", "seeds_per_job": "seeds_per_batch",
+            "checkpoints": "checkpoints"}.get(top, top or "settings")
+
+
 def _section(name, iterations, phases, seeds, entropies, seed, critic, checkpoints,
              geometric, settings: Mapping) -> dict:
-    """The ``neural`` section (plus ``seed``) of one game's run; each argument checked."""
-    def integer(key, value, low, high=10**9):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not (
-                low <= value <= high):
-            raise ValueError(f"compare: {key} must be an integer in [{low}, {high}], "
-                             f"got {value!r}")
-        return int(value)
-
-    if not (isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", name)):
-        raise ValueError(f"compare: name must be a short lower-case name ([a-z][a-z0-9_]*), "
-                         f"got {name!r}")
-    cfg = {**copy.deepcopy(DEFAULTS), **copy.deepcopy(dict(settings))}
-    ratio = integer("critic_updates_per_policy_update",
-                    cfg["critic_updates_per_policy_update"], 1, 1000)
-    if integer("iterations", iterations, ratio) % ratio:
-        raise ValueError(f"compare: iterations must be a multiple of "
-                         f"critic_updates_per_policy_update ({ratio}), got {iterations}")
-    entropies = [float(e) for e in entropies]
-    if not entropies or len(set(entropies)) != len(entropies) or not all(
-            np.isfinite(e) and e >= 0 for e in entropies):
-        raise ValueError(f"compare: entropies must be distinct finite numbers >= 0, got "
-                         f"{entropies}")
-    if critic not in CRITICS:
-        raise ValueError(f"compare: critic must be one of {CRITICS}, got {critic!r}")
-    algorithms = list(cfg["algorithms"])
-    if not algorithms or len(set(algorithms)) != len(algorithms) or not set(algorithms) <= set(
-            LEARNERS):
-        raise ValueError(f"compare: algorithms must be distinct names of {list(LEARNERS)}, "
-                         f"got {algorithms}")
-    seeds = integer("seeds", seeds, 2, 10000)
-    per_batch = integer("seeds_per_batch", cfg["seeds_per_batch"], 1, 10000)
-    final = integer("final_checkpoints", cfg["final_checkpoints"], 1, 10000)
-    linear = integer("checkpoints", checkpoints, max(1, final))
-    cfg.update(
-        games=[name], entropies=entropies, seeds=seeds, phases=integer("phases", phases, 1, 100),
-        seed=integer("seed", seed, 0, 2**32 - 1), critic=critic, algorithms=algorithms,
-        phase_iterations={name: int(iterations)}, exact_critic_games=[],
-        checkpoints={"geometric": integer("geometric", geometric, 0, 10000), "linear": linear},
+    """The ``neural`` section (plus ``seed``) of one game's run, checked by the config's own
+    schema and cross-field checks (:func:`neurd.schema.check_section`,
+    :func:`neurd.pipeline.neural.check`): a value a config file may not hold is refused here
+    with the same message, naming the argument, before any compilation."""
+    if not isinstance(entropies, (str, bytes, Mapping)) and isinstance(entropies, Iterable):
+        entropies = list(entropies)
+    cfg = copy.deepcopy(DEFAULTS)
+    for setting, value in copy.deepcopy(dict(settings)).items():  # a mapping over its default
+        both = isinstance(value, Mapping) and isinstance(cfg[setting], Mapping)
+        cfg[setting] = {**cfg[setting], **value} if both else value
+    key = name if isinstance(name, str) else "game"
+    cfg.update(games=[name], game_strings={key: "game"}, entropies=entropies, seeds=seeds,
+               phases=phases, critic=critic, phase_iterations={key: iterations},
+               exact_critic_games=[], checkpoints={"geometric": geometric, "linear": checkpoints})
+    try:
+        schema.check_section("neural", {"games": [name]})  # the name first: keys follow it
+        schema.check_section("config", {"seed": seed})
+        schema.check_section("neural", cfg)
+        cfg = schema.integers(schema.plain(cfg),
+                              schema.schema("neural")["properties"]["neural"])
         # every seed in one job; the batch (seeds_per_batch), not the job, fixes the numbers
-        seeds_per_job=-(-seeds // per_batch) * per_batch)
+        cfg["seeds_per_job"] = -(-cfg["seeds"] // cfg["seeds_per_batch"]) * cfg["seeds_per_batch"]
+        stage.check(cfg)
+    except ConfigError as error:
+        raise ConfigError(f"compare: argument {_argument(error.key)}: {error}", error.key) \
+            from None
+    cfg.update(seed=int(schema.plain(seed)), entropies=[float(e) for e in cfg["entropies"]])
     return cfg

@@ -21,7 +21,11 @@ from collections.abc import Mapping
 
 
 class ConfigError(ValueError):
-    """A config value that is well-typed but inconsistent; names the key."""
+    """A config value that is refused; names the key (``key``: it dotted, where one is)."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 def section(config: Mapping, name: str) -> dict:
@@ -43,7 +47,7 @@ def _plain(value):
 def require(ok: bool, key: str, message: str) -> None:
     """Raise :class:`ConfigError` naming ``key`` unless ``ok``."""
     if not ok:
-        raise ConfigError(f"config key '{key}': {message}")
+        raise ConfigError(f"config key '{key}': {message}", key)
 
 
 def load_snapshot(path: str | os.PathLike) -> dict:

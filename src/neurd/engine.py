@@ -33,16 +33,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from neurd.config import ConfigError
 from neurd.games import DEFAULT_MAX_HISTORIES, CompiledGame, GameError, GameFileError
 from neurd.games import compile_game as _compile_game
 from neurd.games import load as _load
 from neurd.games import save as _save
 from neurd.names import GAMES, NEURD
 from neurd.precision import float64
+from neurd.schema import check_section
 from neurd.tabular import cfr as _cfr
 from neurd.tabular import evaluation as _evaluation
 from neurd.tabular.cfr import CFRState, LocalLearner
-from neurd.tabular.policies import check_policy, from_openspiel, random_policies, to_openspiel
+from neurd.tabular.policies import check_policy, from_openspiel, to_openspiel
+from neurd.tabular.policies import random_policies as _random_policies
 from neurd.tabular.sequence_form import SequenceForm
 from neurd.tabular.sequence_form import sequence_form as _sequence_form
 
@@ -65,6 +68,7 @@ def compile_game(game, path=None, max_histories: int = DEFAULT_MAX_HISTORIES) ->
     are made turn-based); others raise :class:`GameError` with the reason.
     ``max_histories`` caps the tree walk (default 2,000,000 histories).
     """
+    _check("compile_game", "max_histories", "config", {"limits": {"max_histories": max_histories}})
     game = _compile_game(game, max_histories=max_histories)
     if path is not None:
         _save(game, path)
@@ -141,6 +145,19 @@ def uniform_policy(game: Game) -> np.ndarray:
     return _evaluation.uniform_policy(sequence_form(game))
 
 
+def random_policies(game: CompiledGame, num: int, seed: int) -> np.ndarray:
+    """``[num, I, A]`` policies drawn uniformly from each information state's simplex
+    (Dirichlet(1, ..., 1)) with ``numpy.random.default_rng(seed)``; ``seed`` as config key
+    ``seed``."""
+    if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or not 0 <= num <= 10**6:
+        raise ValueError(f"engine.random_policies: argument num must be an integer in "
+                         f"[0, 1000000], got {num!r}")
+    _check("random_policies", "seed", "config", {"seed": seed})
+    if not isinstance(game, CompiledGame):
+        raise TypeError(f"expected a CompiledGame, got {type(game).__name__}")
+    return _random_policies(game, int(num), int(seed))
+
+
 @_exact
 def expected_values(game: Game, policy) -> np.ndarray:
     """``[2]`` (or ``[N, 2]``): expected return of each player under ``policy``."""
@@ -189,12 +206,15 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     CFR(Hedge)), ``"spg"`` (``+= eta * pi * counterfactual regret``), ``"rm"``
     (regret matching: OpenSpiel's ``CFRSolver``), or a :class:`LocalLearner`.
     ``step_size``: a positive number, or ``[I, 1]`` per information state.
+    ``iterations`` and ``step_size`` are checked as config keys ``tabular.iterations`` and
+    ``tabular.step_sizes`` are (:mod:`neurd.schema`; at least 2 iterations, step sizes at
+    most 1000), before anything runs.
     Read the result with :func:`average_policy` / :func:`current_policy`.
     """
     form = sequence_form(game)
     chosen = _cfr.local_learner(learner)
-    _check_iterations(iterations)
-    _check_step_size(form, step_size)
+    _check_iterations("cfr", iterations)
+    _check_step_size("cfr", form, step_size)
     return _cfr.run(form, chosen, step_size, iterations)
 
 
@@ -209,8 +229,8 @@ def cfr_regret(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     """
     form = sequence_form(game)
     chosen = _cfr.local_learner(learner)
-    _check_iterations(iterations)
-    _check_step_size(form, step_size)
+    _check_iterations("cfr_regret", iterations)
+    _check_step_size("cfr_regret", form, step_size)
     return _cfr.run_with_regret(form, chosen, step_size, iterations)
 
 
@@ -222,7 +242,16 @@ def cfr_sweep(game: Game, learners: Sequence[str | LocalLearner], step_sizes,
     Every (learner, step size) run at once: one jitted program, ``vmap`` over
     the step sizes, NashConv evaluated exactly at each checkpoint iteration.
     """
-    return _cfr.cfr_sweep(sequence_form(game), learners, step_sizes, checkpoints)
+    form = sequence_form(game)
+    if isinstance(learners, str):
+        raise ValueError(f"engine.cfr_sweep: argument learners must be a list of learners, got "
+                         f"{learners!r}")
+    for learner in learners:
+        _cfr.local_learner(learner)
+    _check("cfr_sweep", "step_sizes", "tabular", {"step_sizes": step_sizes})
+    last = _cfr.checkpoint_segments(checkpoints).sum()
+    _check("cfr_sweep", "checkpoints", "tabular", {"iterations": int(last)})
+    return _cfr.cfr_sweep(form, learners, step_sizes, checkpoints)
 
 
 @_exact
@@ -237,16 +266,36 @@ def current_policy(state: CFRState) -> np.ndarray:
     return _cfr.current_policy(state)
 
 
-def _check_iterations(iterations) -> None:
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
-            or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+def _check(function: str, argument: str, section: str, values) -> None:
+    """``values`` checked by the config section ``section``'s schema (:mod:`neurd.schema`):
+    the rules and words a config file's value gets, naming the argument."""
+    try:
+        check_section(section, values)
+    except ConfigError as error:
+        raise ConfigError(f"engine.{function}: argument {argument}: {error}", error.key) \
+            from None
 
 
-def _check_step_size(form: SequenceForm, step_size) -> None:
-    eta = np.asarray(step_size, dtype=np.float64)
+def _check_iterations(function: str, iterations) -> None:
+    """As config key ``tabular.iterations`` (CFR iterations per run)."""
+    _check(function, "iterations", "tabular", {"iterations": iterations})
+
+
+def _check_step_size(function: str, form: SequenceForm, step_size) -> None:
+    """A number, or one per information state (``[I, 1]``), each as an item of config key
+    ``tabular.step_sizes`` (positive, finite, at most its maximum)."""
+    if isinstance(step_size, (str, bytes, bool)) or step_size is None:
+        _check(function, "step_size", "tabular", {"step_sizes": [step_size]})
+    try:
+        eta = np.asarray(step_size, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"engine.{function}: argument step_size must be a number or an array "
+                          f"of numbers, got {step_size!r}", "tabular.step_sizes") from None
     if eta.ndim and eta.shape != (form.num_infostates, 1):
-        raise ValueError(f"step_size must be a number or have shape "
+        raise ValueError(f"engine.{function}: argument step_size must be a number or have shape "
                          f"({form.num_infostates}, 1), got shape {eta.shape}")
-    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
-        raise ValueError(f"step_size must be finite and positive, got {step_size!r}")
+    if eta.size:  # the smallest and the largest: the schema's bounds are one on each side
+        _check(function, "step_size", "tabular", {
+            "step_sizes": sorted({float(np.min(eta)), float(np.max(eta))})
+            if np.all(np.isfinite(eta)) else [float(eta.flat[np.flatnonzero(
+                ~np.isfinite(eta))[0]])]})

@@ -45,7 +45,6 @@ next writer.  Nothing in it is trusted for its hashes alone:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -62,9 +61,10 @@ import numpy as np
 import pandas as pd
 
 from neurd import games as game_files
-from neurd import resume_states
+from neurd import intake, resume_states
 from neurd.config import load_snapshot
 from neurd.figures.fig6 import best_entropies
+from neurd.intake import AGREEMENT_CYCLES, AGREEMENT_NASH_CONV, PHASE_END_TOLERANCE  # noqa: F401
 from neurd.pipeline.neural import (
     CI_COLUMNS,
     CURVES_COLUMNS,
@@ -80,7 +80,6 @@ from neurd.pipeline.neural import (
     jobs,
     main_critic,
     parse_block,
-    plan,
     seed_chunks,
     summary_table,
     uniform_nash_conv,
@@ -108,9 +107,6 @@ MAX_FILE_BYTES = 16 * 2**20
 MAX_FILES = 3000
 # a derived table recomputed on another machine may differ in the last bits of a float
 DERIVED_TOLERANCE = 1e-9
-# how far NashConv recomputed from the published float64 policies may be from the published
-# value (the same float64 computation on another machine)
-PHASE_END_TOLERANCE = 1e-9
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -296,10 +292,6 @@ def check(folder: str | os.PathLike, expected: Mapping | None = None,
             _fail(folder, f"holds more than {MAX_FILES} files")
     if total > MAX_BYTES:
         _fail(folder, f"holds {total / 2**20:.1f} MiB, more than {MAX_BYTES / 2**20:.0f} MiB")
-    stray = sorted(set(on_disk) - set(files))
-    if stray:
-        _fail(folder / stray[0], "is not in the manifest: a publication holds only what "
-                                 "neurd wrote")
     for relative, entry in files.items():
         path = folder / relative
         if not path.is_file():
@@ -329,6 +321,10 @@ def check(folder: str | os.PathLike, expected: Mapping | None = None,
             + "; ".join(stale[:8])
             + ". Make it again (its blocks on a GPU, then `neurd published-add`), or set "
             "published.folder to null to draw none")
+    stray = sorted(set(on_disk) - set(files))  # after staleness: another config's is named so
+    if stray:
+        _fail(folder / stray[0], "is not in the manifest: a publication holds only what "
+                                 "neurd wrote")
     listed = {MANIFEST, CONFIG, "README.md"}
     for game, entry in manifest["games"].items():
         where = f"{folder}/{MANIFEST}: games[{game!r}]"
@@ -923,6 +919,8 @@ def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockS
             else:
                 policies = policies.iloc[0:0]
                 what = f"none (the {meta['critic']} critic's runs are diagnostics only)"
+            intake.verify_block(cfg, game, name, meta["batches"], frame, policies,
+                                games_compiled[game], str(source.curves))
             target.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source.curves, target / "curves.parquet")
             write_table(policies, target / "policies.parquet", columns=POLICY_COLUMNS,
@@ -992,28 +990,16 @@ def publish_run(cfg: Mapping, results: str | os.PathLike, folder: str | os.PathL
     return add_blocks(folder, cfg, sources, compiled=compiled, replace=replace)
 
 
-# --- reproducing ----------------------------------------------------------------------------
-
-# How far a run of the same config on another device may be from the published numbers after
-# its first cycles: float32 learning agrees across devices in distribution, not bit for bit,
-# and after AGREEMENT_CYCLES cycles CPU and GPU were measured within 2.1e-7 in NashConv
-# (docs, "Determinism"); ``make gpu-check`` and the reproduction both allow this much.
-AGREEMENT_CYCLES = 3
-AGREEMENT_NASH_CONV = 1e-3
+# --- reproducing (the checks themselves: neurd.intake, also run on every incoming block) ----
 
 
 def block_job(cfg: Mapping, game: str, name: str, provenance: Mapping):
     """The :class:`~neurd.neural.experiment.Plan` a published block was run as (its seeds in
     the batches its provenance records)."""
-    critic, first, last = parse_block(name)
-    batches = [tuple(b) for b in provenance["batches"]]
-    size = len(batches[0])
-    job = dataclasses.replace(plan(cfg, game, critic, 0), run_seeds=tuple(range(first, last + 1)),
-                              seeds_per_batch=size, batch_origin=min(batches[0]))
-    if job.batches != batches:
-        raise PublicationError(f"{game} block {name}: its batches {batches} are not a "
-                               "partition into equal consecutive runs of seeds")
-    return job
+    try:
+        return intake.block_job(cfg, game, name, provenance["batches"])
+    except ValueError as error:
+        raise PublicationError(str(error)) from None
 
 
 def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGREEMENT_CYCLES,
@@ -1026,8 +1012,6 @@ def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGRE
     phase length, so these iterations are the same computation as the published run's
     first ones, whatever its checkpoint schedule.
     """
-    from neurd.neural import experiment  # puts off JAX
-
     if type(cycles) is not int or cycles < 1:
         raise PublicationError(f"cycles must be a whole number >= 1 (a reproduction of no "
                                f"cycle vouches for nothing), got {cycles!r}")
@@ -1036,27 +1020,15 @@ def reproduce(folder: str | os.PathLike, game: str, compiled, cycles: int = AGRE
     if not entry or not entry["blocks"]:
         raise PublicationError(f"{folder} holds no block of {game!r} (games: "
                                f"{published_games(folder)})")
-    rows = []
+    rows = [pd.DataFrame([], columns=intake.REPRODUCED_COLUMNS)]
     for name in entry["blocks"]:
         base = Path(folder) / block_folder(game, name)
         provenance = json.loads((base / "provenance.json").read_text())
-        job = block_job(cfg, game, name, provenance)
-        length = cycles * job.spec.critic_updates
-        job = dataclasses.replace(job, run_seeds=job.batches[0], phase_iterations=length,
-                                  phases=1, geometric=0, linear=cycles)
-        results = experiment.run(compiled, job)
-        published = read_table(base / "curves.parquet")
-        published = published[published.phase == 1].set_index(
-            ["algorithm", "entropy", "seed", "iteration"]).nash_conv
-        for k, iteration in enumerate(results["iteration"]):
-            for c, (algorithm, entropy, seed) in enumerate(job.configurations):
-                key = (algorithm, float(entropy), int(seed), int(iteration))
-                if key in published.index:
-                    value = float(results["nash_conv"][k, c])
-                    rows.append((name, *key, float(published.loc[key]), value,
-                                 abs(value - float(published.loc[key]))))
-    frame = pd.DataFrame(rows, columns=["block", "algorithm", "entropy", "seed", "iteration",
-                                        "published", "reproduced", "difference"])
+        block_job(cfg, game, name, provenance)  # its batches, refused as the publication's
+        rows.append(intake.reproduce_block(cfg, game, name, provenance["batches"],
+                                           read_table(base / "curves.parquet"), compiled,
+                                           cycles))
+    frame = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
     unchecked = sorted(set(entry["blocks"]) - set(frame.block))
     if unchecked:
         raise PublicationError(f"{folder} {game}: no published checkpoint within the first "
@@ -1070,36 +1042,13 @@ def phase_end_nash_conv(folder: str | os.PathLike, game: str, compiled,
     """The exact NashConv (engine, float64, no OpenSpiel) of every published policy at its
     phase's end, in that phase's game, beside the published value: ``block, algorithm,
     entropy, seed, phase, published, recomputed, difference``."""
-    from neurd import engine  # puts off JAX
-
     manifest, cfg = checked if checked is not None else check(folder)
     entry = manifest["games"].get(game) or {"blocks": []}
-    rows_, cols_ = np.nonzero(compiled.infostate_legal)
-    position = {(s, int(a)): (r, int(a)) for r, a, s in
-                zip(rows_, cols_, compiled.infostate_string[rows_])}
     negated = game_files.negated(compiled)
-    length = int(cfg["phase_iterations"][game])
-    out = []
+    out = [pd.DataFrame([], columns=intake.PHASE_END_COLUMNS)]
     for name in entry["blocks"]:
         base = Path(folder) / block_folder(game, name)
-        policies = read_table(base / "policies.parquet")
-        if not len(policies):
-            continue
-        curves = read_table(base / "curves.parquet").set_index(
-            ["algorithm", "entropy", "seed", "iteration", "phase"]).nash_conv
-        runs = list(policies.groupby(["algorithm", "entropy", "seed", "phase"]))
-        tables = np.zeros((len(runs),) + compiled.infostate_legal.shape)
-        for k, (_, run) in enumerate(runs):
-            for state, action, p in zip(run.infostate, run.action, run.probability):
-                tables[(k, *position[(state, int(action))])] = p
-        odd = np.array([key[3] % 2 == 1 for key, _ in runs])
-        values = np.empty(len(runs))
-        for played, chosen in ((compiled, odd), (negated, ~odd)):
-            if chosen.any():
-                values[chosen] = np.asarray(engine.nash_conv(played, tables[chosen]))
-        for ((algorithm, entropy, seed, phase), _), value in zip(runs, values):
-            published = float(curves.loc[(algorithm, entropy, seed, phase * length, phase)])
-            out.append((name, algorithm, float(entropy), int(seed), int(phase), published,
-                        float(value), abs(float(value) - published)))
-    return pd.DataFrame(out, columns=["block", "algorithm", "entropy", "seed", "phase",
-                                      "published", "recomputed", "difference"])
+        out.append(intake.phase_end_block(cfg, game, name, read_table(base / "policies.parquet"),
+                                          read_table(base / "curves.parquet"), compiled,
+                                          negated))
+    return pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)

@@ -49,7 +49,7 @@ from neurd.publication import (
 from neurd.publication import check as check_publication
 from neurd.resume_states import IN_PROGRESS, STATE_FILE, StateSource
 from neurd.stages import STAGES, load_config, read_schema, results_root, snapshot
-from neurd.tables import atomic_path, config_hash, write_json, write_table
+from neurd.tables import InputFileError, atomic_path, config_hash, write_json, write_table
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +67,12 @@ def neural_defaults(workflow_dir: str | os.PathLike = ".") -> dict:
     return {key: spec["default"] for key, spec in properties.items() if "default" in spec}
 
 
-def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".") -> None:
+def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".",
+                     content: bool = False) -> None:
     """The configured publication is the run of ``published.configfile`` as it is now (a
-    stale one is refused before any job, naming each key that differs)."""
+    stale one is refused before any job, naming each key that differs); ``content``: its
+    tables too (:func:`~neurd.publication.check_content`: what ``neurd check-config``, which
+    ``make figures`` runs first, adds to the Snakefile's check of the files)."""
     cfg = config.get("published") or {}
     if cfg.get("folder") is None:
         return
@@ -77,10 +80,12 @@ def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".") -> 
     require(configfile.is_file(), "published.configfile",
             f"{cfg['configfile']} not found (the config file {cfg['folder']} must be the run of)")
     try:
-        check_publication(Path(workflow_dir) / cfg["folder"],
-                          expected_snapshot(str(configfile), workflow_dir), cfg["configfile"],
-                          neural_defaults(workflow_dir))
-    except PublicationError as error:
+        folder = Path(workflow_dir) / cfg["folder"]
+        checked = check_publication(folder, expected_snapshot(str(configfile), workflow_dir),
+                                    cfg["configfile"], neural_defaults(workflow_dir))
+        if content:
+            check_content(folder, *checked)
+    except (PublicationError, InputFileError) as error:
         raise ConfigError(f"published.folder: {error}") from None
 
 

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
 import os
 import pkgutil
-import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +31,8 @@ import yaml
 from neurd import config as config_sections
 from neurd import configfile
 from neurd.config import ConfigError
+from neurd.schema import message as schema_message
+from neurd.schema import non_finite
 from neurd.stage import Stage
 
 SETTINGS = ("scale", "seed", "limits")  # the top-level keys that are not a stage's section
@@ -81,22 +81,14 @@ def check(config: Mapping) -> None:
 
 
 def _schema_message(error) -> str:
-    """One line for a schema violation: the key as a path (``['neural']['entropies']``) and
-    what is wrong, the offending value abridged (a 10^5-item list is not printed)."""
+    """One line for a schema violation: the key dotted (``'neural.entropies[2]'``) and what
+    is wrong (:func:`neurd.schema.message`)."""
     import jsonschema
 
     cause = error.__context__  # Snakemake raises its error while handling jsonschema's
     if not isinstance(cause, jsonschema.ValidationError):
         return " ".join(str(error).split())
-    where = "".join(f"[{part!r}]" for part in cause.absolute_path)
-    what = " ".join(cause.message.split())
-    if len(what) > 300:
-        abridged = reprlib.Repr()
-        abridged.maxlist = abridged.maxdict = 4
-        abridged.maxstring = abridged.maxother = 40
-        what = (f"{abridged.repr(cause.instance)} fails {cause.validator} "
-                f"{abridged.repr(cause.validator_value)}")
-    return f"config key {where or '(top level)'}: {what}"
+    return schema_message(cause)
 
 
 def snapshot(config: Mapping, name: str) -> dict:
@@ -110,18 +102,6 @@ def results_root(config: Mapping) -> str:
     """The folder a config's results go to: ``results`` or ``results/<scale>``."""
     scale = config.get("scale", DEFAULT_SCALE)
     return RESULTS if scale == DEFAULT_SCALE else f"{RESULTS}/{scale}"
-
-
-def non_finite(value, path: str = "") -> list[str]:
-    """The dotted keys (``rps.portraits.rtol``, ``matrix.horizons[2]``) holding NaN or +-inf."""
-    if isinstance(value, Mapping):
-        return [bad for key, item in value.items()
-                for bad in non_finite(item, f"{path}.{key}" if path else str(key))]
-    if isinstance(value, (list, tuple)):
-        return [bad for i, item in enumerate(value) for bad in non_finite(item, f"{path}[{i}]")]
-    if isinstance(value, float) and not math.isfinite(value):
-        return [f"{path} = {value}"]
-    return []
 
 
 def validate(config: dict, schema_dir: str | os.PathLike, files=(), games: bool = True

@@ -95,8 +95,9 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     except FileNotFoundError:
         raise
     except (OSError, ValueError, pa.ArrowException) as error:
-        raise InputFileError(f"{path} cannot be read as a table ({error}); it is truncated or "
-                             "corrupt: delete it and rerun, and Snakemake makes it again") from None
+        raise InputFileError(f"{path} cannot be read as a table ({' '.join(str(error).split())}"
+                             "); it is truncated or corrupt: delete it and rerun, and Snakemake "
+                             "makes it again") from None
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
@@ -150,14 +151,21 @@ def write_table(
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
-    """The ``neurd.*`` metadata of a table written by :func:`write_table`."""
-    raw = pq.read_schema(path).metadata or {}
-    prefix = METADATA_PREFIX.encode()
-    return {
-        key[len(prefix):].decode(): json.loads(value)
-        for key, value in raw.items()
-        if key.startswith(prefix)
-    }
+    """The ``neurd.*`` metadata of a table written by :func:`write_table`; a file that is no
+    Parquet table (truncated, text) or whose metadata is not JSON is refused naming it."""
+    try:
+        raw = pq.read_schema(path).metadata or {}
+        prefix = METADATA_PREFIX.encode()
+        return {
+            key[len(prefix):].decode(): json.loads(value)
+            for key, value in raw.items()
+            if key.startswith(prefix)
+        }
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise InputFileError(f"{path} is not a Parquet table this project wrote "
+                             f"({' '.join(str(error).split())})") from None
 
 
 def tidy(

@@ -13,6 +13,11 @@ while it walks the tree (:mod:`neurd.games.compile`).
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import os
+import sys
+
 import pyspiel
 
 from neurd.games.compiled import GameError  # noqa: F401  (raised here; defined without pyspiel)
@@ -47,11 +52,12 @@ def openspiel_game(game: str | pyspiel.Game) -> pyspiel.Game:
         raise GameError(f"game must be a non-empty game string or a pyspiel.Game, got {game!r}")
     else:
         game_string = game
+        _check_registered(game_string)
         try:
-            game = pyspiel.load_game(game_string)
+            with _quiet_stderr():  # OpenSpiel's C++ also prints each error to stderr
+                game = pyspiel.load_game(game_string)
         except pyspiel.SpielError as error:
-            # OpenSpiel's message for an unknown game lists every game: keep line one.
-            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            reason = " ".join(str(error).splitlines()[:1]) or type(error).__name__
             raise GameError(f"OpenSpiel cannot load game {game_string!r}: {reason}") from None
     if game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
         game = pyspiel.convert_to_turn_based(game)
@@ -59,3 +65,32 @@ def openspiel_game(game: str | pyspiel.Game) -> pyspiel.Game:
     if problems:
         raise GameError(f"game {game_string!r} cannot be compiled: " + "; ".join(problems))
     return game
+
+
+def _check_registered(game_string: str) -> None:
+    """Refuse a game name OpenSpiel does not register, in one line with the closest names
+    (OpenSpiel's own message lists all of its games, one a line)."""
+    name = game_string.split("(", 1)[0].strip()
+    registered = pyspiel.registered_names()
+    if name not in registered:
+        close = difflib.get_close_matches(name, registered, n=3, cutoff=0.5)
+        raise GameError(f"OpenSpiel cannot load game {game_string!r}: it has no game {name!r}; "
+                        f"the closest registered names: {', '.join(map(repr, close)) or 'none'}")
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 sent to the null device for the duration (what the C++ prints)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no descriptor 2 to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -47,6 +47,7 @@ import numpy as np
 from neurd.games import CompiledGame
 from neurd.names import NEURD
 from neurd.neural import train
+from neurd.neural.arguments import check_plan
 from neurd.precision import float64
 from neurd.progress import Progress
 from neurd.tables import atomic_path
@@ -726,10 +727,13 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     belongs to the same ``identity``; one that is unreadable or does not fit the
     plan is dropped with a warning, before any compute); removed when the job
     finishes.
+    A plan a config could not hold is refused first
+    (:func:`~neurd.neural.arguments.check_plan`).
     ``stop_after_seconds``: a wall-time budget; once the next segment would
     overrun it, the state is saved to ``checkpoint_path`` and :class:`Stopped`
     is raised (run again to resume: the tables come out identical).
     """
+    check_plan(plan)  # before anything compiles: the config's schema, the config's words
     started = time.monotonic()
     spec = plan.spec
     game = train.neural_game(compiled)

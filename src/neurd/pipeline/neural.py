@@ -19,6 +19,7 @@ Per game of the config section ``neural``:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import logging
 import math
@@ -141,6 +142,12 @@ def check(cfg: Mapping) -> None:
     require(not extra, "neural.exact_critic_games",
             f"{extra} are not in neural.game_strings {sorted(strings)} (the exact critic runs "
             "for those of them in neural.games)")
+    for mapping in ("phase_iterations", "throughput"):
+        for stray in sorted(set(cfg.get(mapping, {})) - set(strings)):
+            close = difflib.get_close_matches(stray, list(strings), n=3)
+            require(False, f"neural.{mapping}.{stray}",
+                    f"{stray!r} is no game of neural.game_strings {sorted(strings)}"
+                    + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""))
     ratio = cfg["critic_updates_per_policy_update"]
     for game in game_names:
         require(game in cfg["phase_iterations"], f"neural.phase_iterations.{game}",

@@ -497,8 +497,24 @@ def register(stage: Stage, sub) -> None:
 
 
 def _derive(config: Mapping) -> dict[str, tuple[str, dict]]:
-    return {f"readings.variants.{name}" if name != DEFAULT_READING else "readings.neural":
-            ("neural", section) for name, section in variant_sections(config).items()}
+    """Every reading's neural section by the key it comes from; a reading that plays other
+    games than the neural section's is refused (its tables are expanded over the neural
+    section's games, and its jobs run on the neural stage's compiled games)."""
+    derived = {f"readings.variants.{name}" if name != DEFAULT_READING else "readings.neural":
+               ("neural", section) for name, section in variant_sections(config).items()}
+    neural = config.get("neural") or {}
+    games, strings = neural.get("games"), neural.get("game_strings") or {}
+    for label, (_, section) in derived.items():
+        require(section.get("games", games) == games, f"{label}.games",
+                f"plays {section.get('games')}, the neural section {games}: a reading runs "
+                "the neural section's games (the grid compares claims game by game)")
+        changed = [g for g in games or () if g in (section.get("game_strings") or {})
+                   and section["game_strings"][g] != strings.get(g)]
+        require(not changed, f"{label}.game_strings.{changed[0] if changed else ''}",
+                f"{section['game_strings'][changed[0]] if changed else ''!r} is not the "
+                f"neural section's {strings.get(changed[0]) if changed else ''!r}: a reading "
+                "runs on the neural stage's compiled games")
+    return derived
 
 
 STAGE = Stage(section="readings", check=check, figures=lambda cfg: [], register=register,

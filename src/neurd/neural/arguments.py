@@ -1,0 +1,76 @@
+"""A job's plan checked as the config is: :func:`check_plan`, before anything compiles.
+
+:func:`neurd.neural.experiment.run` takes a :class:`~neurd.neural.experiment.Plan` (its
+:class:`~neurd.neural.train.Spec`) from the pipeline, from :func:`neurd.comparison.compare`
+or from a caller of its own.  Each field is a key of the config section ``neural``
+(:data:`SPEC_KEYS`, :data:`PLAN_KEYS`); the plan is written back as that section and
+checked by the section's schema (:func:`neurd.schema.check_section`), so a value a config
+file may not hold is refused with the config's message, naming the field, before JAX
+compiles a thing (a negative width would otherwise fail sixteen frames deep in flax, an
+unknown optimiser as a ``KeyError``).
+"""
+
+from __future__ import annotations
+
+from neurd import schema
+from neurd.config import ConfigError
+
+# Spec field -> the neural config key it is
+SPEC_KEYS = {"algorithms": "algorithms", "hidden": "hidden_sizes",
+             "critic_batch": "critic_batch", "policy_batch": "policy_batch",
+             "critic_updates": "critic_updates_per_policy_update",
+             "policy_learning_rate": "policy_learning_rate",
+             "critic_learning_rate": "critic_learning_rate", "optimizer": "optimizer",
+             "beta": "beta", "critic": "critic", "precision": "matmul_precision",
+             "neurd_logits": "neurd_logits", "loss_normalisation": "loss_normalisation",
+             "networks": "networks"}
+# Plan field -> the neural config key it is (``phase_iterations``: of its game)
+PLAN_KEYS = {"game": "games", "entropies": "entropies", "phase_iterations": "phase_iterations",
+             "phases": "phases", "geometric": "checkpoints", "linear": "checkpoints",
+             "seeds_per_batch": "seeds_per_batch", "logits_seeds": "logits_log",
+             "logits_entropies": "logits_log"}
+
+
+def _field(key: str | None, plan) -> str:
+    """The plan's field a refused config key is."""
+    part = (key or "").removeprefix("neural.").split(".")[0].split("[")[0]
+    if part == "seed":
+        return "plan.seed"
+    if part == "checkpoints":
+        sub = (key or "").removeprefix("neural.checkpoints.").split("[")[0]
+        return f"plan.{sub if sub in ('geometric', 'linear') else 'linear'}"
+    if part == "logits_log":
+        return "plan.logits_entropies" if ".entropies" in (key or "") else "plan.logits_seeds"
+    for fields, prefix in ((SPEC_KEYS, "plan.spec."), (PLAN_KEYS, "plan.")):
+        for name, config_key in fields.items():
+            if config_key == part:
+                return prefix + name
+    return "plan"
+
+
+def check_plan(plan) -> None:
+    """Refuse a plan whose fields a config's ``neural`` section could not hold, in one line
+    naming the field and its config key (a :class:`~neurd.config.ConfigError`)."""
+    spec = plan.spec
+    section = {key: getattr(spec, name) for name, key in SPEC_KEYS.items()}
+    game = plan.game if isinstance(plan.game, str) else "game"
+    section.update(games=[plan.game], entropies=plan.entropies,
+                   phase_iterations={game: plan.phase_iterations}, phases=plan.phases,
+                   checkpoints={"geometric": plan.geometric, "linear": plan.linear},
+                   seeds_per_batch=plan.seeds_per_batch)
+    if plan.logits_seeds or plan.logits_entropies:
+        section["logits_log"] = {"seeds": plan.logits_seeds, "entropies": plan.logits_entropies}
+    try:
+        schema.check_section("neural", {"games": [plan.game]})  # the name first: keys follow
+        schema.check_section("config", {"seed": plan.seed})
+        schema.check_section("neural", section)
+        seeds = schema.plain(plan.run_seeds)
+        if not (isinstance(seeds, list) and seeds and all(
+                type(s) is int and 0 <= s <= 9999 for s in seeds)
+                and len(set(seeds)) == len(seeds)):
+            raise ConfigError(f"plan.run_seeds: {plan.run_seeds!r} are not distinct run seeds "
+                              "in [0, 9999] (below neural.seeds' maximum)", "neural.seeds")
+    except ConfigError as error:
+        field = "plan.run_seeds" if error.key == "neural.seeds" else _field(error.key, plan)
+        message = str(error).removeprefix("plan.run_seeds: ")
+        raise ConfigError(f"neural run: {field}: {message}", error.key) from None
