@@ -41,6 +41,32 @@ def test_help_answers_without_loading_jax():
     assert run.stderr.strip().splitlines()[-1] == "False"
 
 
+# reStructuredText a terminal shows raw: inline literals, roles, and `text`_ links.
+MARKUP = ("``", ":func:", ":class:", ":data:", ":mod:", ":meth:", "`_")
+
+
+def test_help_is_plain_text_with_no_markup():
+    """`neurd --help` and every step's: no reStructuredText for the reader to see through."""
+    import argparse
+    import contextlib
+    import io
+
+    from neurd.cli import build_parser
+
+    parser = build_parser()
+    (steps,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    texts = {"neurd": parser.format_help()}
+    texts.update({f"neurd {name}": step.format_help() for name, step in steps.choices.items()})
+    assert len(texts) > 20 and "neurd <step> ..." in texts["neurd"]
+    for command, text in texts.items():
+        found = [mark for mark in MARKUP if mark in text]
+        assert not found, f"{command} --help shows {found}:\n{text}"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        parser.parse_args(["--help"])
+    assert "``" not in out.getvalue()
+
+
 def test_a_wrong_snapshot_is_refused_with_a_message_naming_the_file(tmp_path):
     wrong = tmp_path / "rps.json"
     wrong.write_text(json.dumps({"seed": 0, "horizons": [10, 20]}))  # the matrix section's keys
