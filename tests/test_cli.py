@@ -178,3 +178,44 @@ def test_check_config_prints_the_results_folder():
                           ("paper", "results/paper")]:
         run = _neurd("check-config", "--results-dir", f"workflow/config/{scale}.yaml", cwd=root)
         assert run.returncode == 0 and run.stdout == f"{folder}\n"
+
+
+NO_BLOCK = "published/paper holds no seed block yet"
+
+
+def test_check_config_warns_of_an_empty_publication_only_where_the_config_uses_it(tmp_path):
+    """A user's own config that only inherits published.folder is not told about the
+    paper-scale publication; the default scale (which draws it beside its own Fig 6) and
+    a config that names the publication are, while it holds no seed block."""
+    from pathlib import Path
+
+    from neurd.publication import published_games
+
+    root = Path(__file__).resolve().parents[1]
+    empty = not published_games(root / "published/paper")
+    own = _check_config(tmp_path, "scale: mine\nrps:\n  trajectories: 10\n")
+    assert own.returncode == 0 and NO_BLOCK not in own.stderr, own.stderr
+    named = _check_config(tmp_path, "scale: mine\npublished:\n  folder: published/paper\n")
+    assert named.returncode == 0 and (NO_BLOCK in named.stderr) == empty, named.stderr
+    default = _neurd("check-config", "workflow/config/default.yaml", cwd=root)
+    assert default.returncode == 0 and (NO_BLOCK in default.stderr) == empty, default.stderr
+
+
+def test_which_config_files_use_the_publication(tmp_path):
+    from pathlib import Path
+
+    from neurd.publish import uses_publication
+
+    root = Path(__file__).resolve().parents[1]
+    config = {"published": {"folder": "published/paper",
+                            "configfile": "workflow/config/paper.yaml"}}
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("scale: mine\n")
+    named = tmp_path / "named.yaml"
+    named.write_text("scale: named\npublished: {folder: published/paper}\n")
+    assert uses_publication(config, [], root)
+    assert uses_publication(config, [root / "workflow/config/default.yaml"], root)
+    assert uses_publication(config, [root / "workflow/config/paper.yaml"], root)
+    assert uses_publication(config, [named], root)
+    assert not uses_publication(config, [mine], root)
+    assert not uses_publication({"published": {"folder": None}}, [], root)

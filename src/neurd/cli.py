@@ -89,7 +89,7 @@ def _check_config(args) -> None:
         print(results_root(load_config(args.files, args.workflow, games=False)))
         return
     config = load_config(args.files, args.workflow)
-    check_configured(config, args.workflow)
+    check_configured(config, args.workflow, args.files)
     log.info("config is valid: scale %r, results in %s/", config["scale"],
              results_root(config))
 

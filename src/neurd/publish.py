@@ -44,6 +44,7 @@ from neurd.publication import (
     init,
     phase_end_nash_conv,
     publish_run,
+    published_games,
     reproduce,
 )
 from neurd.publication import check as check_publication
@@ -66,9 +67,32 @@ def neural_defaults(workflow_dir: str | os.PathLike = ".") -> dict:
     return {key: spec["default"] for key, spec in properties.items() if "default" in spec}
 
 
-def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".") -> None:
+def uses_publication(config: Mapping, files=(), workflow_dir: str | os.PathLike = ".") -> bool:
+    """Whether the config files ``files`` (merged over the default config) use the configured
+    publication: none but the default config's given (the default scale draws it beside its
+    own Fig 6), one of them is its ``published.configfile`` (the run it is made from), or
+    one sets the section ``published`` itself.  A user's own config that only inherits the
+    default folder does not."""
+    from neurd.configfile import read_config_file
+    from neurd.stages import DEFAULT_CONFIG
+
+    cfg = config.get("published") or {}
+    if cfg.get("folder") is None:
+        return False
+    workflow_dir = Path(workflow_dir)
+    default = (workflow_dir / DEFAULT_CONFIG).resolve()
+    own = [Path(f).resolve() for f in files if Path(f).resolve() != default]
+    if not own or (workflow_dir / cfg["configfile"]).resolve() in own:
+        return True
+    return any("published" in (read_config_file(path) or {}) for path in own)
+
+
+def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".",
+                     files=()) -> None:
     """The configured publication is the run of ``published.configfile`` as it is now (a
-    stale one is refused before any job, naming each key that differs)."""
+    stale one is refused before any job, naming each key that differs).  Where the config
+    files ``files`` use it (:func:`uses_publication`) and it holds no seed block, a warning
+    says so: fig6_<name> is not drawn."""
     cfg = config.get("published") or {}
     if cfg.get("folder") is None:
         return
@@ -81,6 +105,10 @@ def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".") -> 
                           neural_defaults(workflow_dir))
     except PublicationError as error:
         raise ConfigError(f"published.folder: {error}") from None
+    if not published_games(Path(workflow_dir) / cfg["folder"]) and uses_publication(
+            config, files, workflow_dir):
+        log.warning("published.folder: %s holds no seed block yet, so fig6_%s is not drawn",
+                    cfg["folder"], Path(cfg["folder"]).name)
 
 
 # --- command-line steps -------------------------------------------------------------------
