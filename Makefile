@@ -43,7 +43,7 @@ test: $(STAMP)
 
 # Publish a finished run's Fig 6 tables into its config's published.folder (published/paper
 # for the paper scale; GAME=kuhn for one game, as soon as its run is done); make figures then
-# draws fig6_<name> from them on any machine. See the README's "Published Fig 6".
+# draws fig6_<name> from them on any machine. See docs/paper-scale.md.
 PUBLISH ?= workflow/config/paper.yaml
 publish: $(STAMP)
 	$(BIN)/neurd publish $(PUBLISH) $(if $(GAME),--game $(GAME))

@@ -41,6 +41,7 @@ BANNED = {
     r"\b(session|assistant|helper|agent)s?\b": "how the project was built",
     r"/work/|/tmp/|/home/": "a path of one machine",
     r"TEST_TIME|TODO|FIXME|XXX": "a placeholder",
+    r"\b\d[\d,]* tests\b": "a count of tests drifts with every change: not written",
 }
 
 
@@ -169,3 +170,16 @@ def test_every_documented_command_runs(name, command, workflow):
         assert done.returncode == 0, f"{name}: {command}\n{done.stderr[-2000:]}"
         return
     raise AssertionError(f"{name}: no way to check {command!r}: add the program here")
+
+
+def test_every_section_of_the_readme_named_elsewhere_exists():
+    """A comment, schema or page that sends the reader to the README's "<section>" finds
+    that heading there."""
+    headings = set(re.findall(r"^#+ (.+)$", _page("README.md"), flags=re.M))
+    sources = [ROOT / "Makefile", ROOT / "Snakefile", *sorted((ROOT / "workflow").rglob("*.*")),
+               *sorted((ROOT / "src").rglob("*.py")), *PAGES]
+    named = [(path.relative_to(ROOT), section) for path in sources if path.is_file()
+             for section in re.findall(r"README's\s+\"([^\"]+)\"",
+                                       path.read_text(errors="replace"))]
+    missing = [(str(path), section) for path, section in named if section not in headings]
+    assert not missing, f"README has no such section: {missing}"
