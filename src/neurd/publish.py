@@ -29,6 +29,7 @@ from pathlib import Path
 
 from neurd import games
 from neurd.config import ConfigError, require
+from neurd.configfile import read_config_file
 from neurd.packs import unpack
 from neurd.pipeline.neural import TABLES, parse_block
 from neurd.pipeline.published import COMBINED
@@ -48,7 +49,14 @@ from neurd.publication import (
     reproduce,
 )
 from neurd.publication import check as check_publication
-from neurd.stages import STAGES, load_config, read_schema, results_root, snapshot
+from neurd.stages import (
+    DEFAULT_CONFIG,
+    STAGES,
+    load_config,
+    read_schema,
+    results_root,
+    snapshot,
+)
 from neurd.tables import atomic_path, config_hash, write_json, write_table
 
 log = logging.getLogger(__name__)
@@ -73,9 +81,6 @@ def uses_publication(config: Mapping, files=(), workflow_dir: str | os.PathLike 
     own Fig 6), one of them is its ``published.configfile`` (the run it is made from), or
     one sets the section ``published`` itself.  A user's own config that only inherits the
     default folder does not."""
-    from neurd.configfile import read_config_file
-    from neurd.stages import DEFAULT_CONFIG
-
     cfg = config.get("published") or {}
     if cfg.get("folder") is None:
         return False
