@@ -43,10 +43,11 @@ test: $(STAMP)
 
 # Publish a finished run's Fig 6 tables into its config's published.folder (published/paper
 # for the paper scale; GAME=kuhn for one game, as soon as its run is done); make figures then
-# draws fig6_<name> from them on any machine. See the README's "Published Fig 6".
+# draws fig6_<name> from them on any machine. See docs/paper-scale.md.
 PUBLISH ?= workflow/config/paper.yaml
 publish: $(STAMP)
 	$(BIN)/neurd publish $(PUBLISH) $(if $(GAME),--game $(GAME))
+	$(if $(filter workflow/config/paper.yaml,$(PUBLISH)),$(BIN)/neurd published-readme published/paper)
 
 # The paper-scale Fig 6 in short GPU allocations (docs/paper-scale.md).
 # Here, once per revision: the paper's config snapshot, its games compiled, and the source
@@ -82,10 +83,12 @@ gpu-allocation:
 	  $(if $(wildcard $(PAPER_RESULTS)/baseline/src),--baseline $(PAPER_RESULTS)/baseline/src)
 
 # Back here: check the packed blocks in FROM (folders holding blocks.json) and add them to
-# published/paper; each allocation's report is kept in bench/gpu/allocations/. Commit both.
+# published/paper, and the README's sentence on its seeds; each allocation's report is kept
+# in bench/gpu/allocations/. Commit them.
 FROM ?= $(OUT)
 publish-blocks: $(STAMP)
 	$(BIN)/neurd published-add workflow/config/paper.yaml $(FROM) --keep-reports bench/gpu/allocations
+	$(BIN)/neurd published-readme published/paper
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
 # the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end

@@ -33,7 +33,7 @@ validate(
     [DEFAULT_CONFIG, *workflow.overwrite_configfiles],
 )
 # A publication drawn is the run of its config file as that file is now (neurd.publish).
-check_configured(config, workflow.basedir)
+check_configured(config, workflow.basedir, workflow.overwrite_configfiles)
 
 
 # Which ready job starts first (Snakemake's priority, highest first): the longest chains of

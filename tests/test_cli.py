@@ -41,6 +41,32 @@ def test_help_answers_without_loading_jax():
     assert run.stderr.strip().splitlines()[-1] == "False"
 
 
+# reStructuredText a terminal shows raw: inline literals, roles, and `text`_ links.
+MARKUP = ("``", ":func:", ":class:", ":data:", ":mod:", ":meth:", "`_")
+
+
+def test_help_is_plain_text_with_no_markup():
+    """`neurd --help` and every step's: no reStructuredText for the reader to see through."""
+    import argparse
+    import contextlib
+    import io
+
+    from neurd.cli import build_parser
+
+    parser = build_parser()
+    (steps,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    texts = {"neurd": parser.format_help()}
+    texts.update({f"neurd {name}": step.format_help() for name, step in steps.choices.items()})
+    assert len(texts) > 20 and "neurd <step> ..." in texts["neurd"]
+    for command, text in texts.items():
+        found = [mark for mark in MARKUP if mark in text]
+        assert not found, f"{command} --help shows {found}:\n{text}"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        parser.parse_args(["--help"])
+    assert "``" not in out.getvalue()
+
+
 def test_a_wrong_snapshot_is_refused_with_a_message_naming_the_file(tmp_path):
     wrong = tmp_path / "rps.json"
     wrong.write_text(json.dumps({"seed": 0, "horizons": [10, 20]}))  # the matrix section's keys
@@ -152,3 +178,44 @@ def test_check_config_prints_the_results_folder():
                           ("paper", "results/paper")]:
         run = _neurd("check-config", "--results-dir", f"workflow/config/{scale}.yaml", cwd=root)
         assert run.returncode == 0 and run.stdout == f"{folder}\n"
+
+
+NO_BLOCK = "published/paper holds no seed block yet"
+
+
+def test_check_config_warns_of_an_empty_publication_only_where_the_config_uses_it(tmp_path):
+    """A user's own config that only inherits published.folder is not told about the
+    paper-scale publication; the default scale (which draws it beside its own Fig 6) and
+    a config that names the publication are, while it holds no seed block."""
+    from pathlib import Path
+
+    from neurd.publication import published_games
+
+    root = Path(__file__).resolve().parents[1]
+    empty = not published_games(root / "published/paper")
+    own = _check_config(tmp_path, "scale: mine\nrps:\n  trajectories: 10\n")
+    assert own.returncode == 0 and NO_BLOCK not in own.stderr, own.stderr
+    named = _check_config(tmp_path, "scale: mine\npublished:\n  folder: published/paper\n")
+    assert named.returncode == 0 and (NO_BLOCK in named.stderr) == empty, named.stderr
+    default = _neurd("check-config", "workflow/config/default.yaml", cwd=root)
+    assert default.returncode == 0 and (NO_BLOCK in default.stderr) == empty, default.stderr
+
+
+def test_which_config_files_use_the_publication(tmp_path):
+    from pathlib import Path
+
+    from neurd.publish import uses_publication
+
+    root = Path(__file__).resolve().parents[1]
+    config = {"published": {"folder": "published/paper",
+                            "configfile": "workflow/config/paper.yaml"}}
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("scale: mine\n")
+    named = tmp_path / "named.yaml"
+    named.write_text("scale: named\npublished: {folder: published/paper}\n")
+    assert uses_publication(config, [], root)
+    assert uses_publication(config, [root / "workflow/config/default.yaml"], root)
+    assert uses_publication(config, [root / "workflow/config/paper.yaml"], root)
+    assert uses_publication(config, [named], root)
+    assert not uses_publication(config, [mine], root)
+    assert not uses_publication({"published": {"folder": None}}, [], root)

@@ -41,6 +41,7 @@ BANNED = {
     r"\b(session|assistant|helper|agent)s?\b": "how the project was built",
     r"/work/|/tmp/|/home/": "a path of one machine",
     r"TEST_TIME|TODO|FIXME|XXX": "a placeholder",
+    r"\b\d[\d,]* tests\b": "a count of tests drifts with every change: not written",
 }
 
 
@@ -169,3 +170,50 @@ def test_every_documented_command_runs(name, command, workflow):
         assert done.returncode == 0, f"{name}: {command}\n{done.stderr[-2000:]}"
         return
     raise AssertionError(f"{name}: no way to check {command!r}: add the program here")
+
+
+def test_every_section_of_the_readme_named_elsewhere_exists():
+    """A comment, schema or page that sends the reader to the README's "<section>" finds
+    that heading there."""
+    headings = set(re.findall(r"^#+ (.+)$", _page("README.md"), flags=re.M))
+    sources = [ROOT / "Makefile", ROOT / "Snakefile", *sorted((ROOT / "workflow").rglob("*.*")),
+               *sorted((ROOT / "src").rglob("*.py")), *PAGES]
+    named = [(path.relative_to(ROOT), section) for path in sources if path.is_file()
+             for section in re.findall(r"README's\s+\"([^\"]+)\"",
+                                       path.read_text(errors="replace"))]
+    missing = [(str(path), section) for path, section in named if section not in headings]
+    assert not missing, f"README has no such section: {missing}"
+
+
+def test_the_readme_says_how_many_seeds_the_paper_scale_publication_holds(tmp_path):
+    """The sentence between the README's marks is what published/paper's manifest gives now
+    (make publish-blocks writes it: neurd published-readme published/paper)."""
+    import textwrap
+
+    from neurd.cli import main
+    from neurd.publish import readme_block, seeds_sentence
+
+    text = _page("README.md")
+    span = readme_block(text, "published/paper")
+    assert span is not None, "README.md has no marks for published/paper's seeds"
+    expected = textwrap.fill(seeds_sentence(ROOT / "published/paper"), width=92)
+    assert text[span[0]:span[1]].strip() == expected, (
+        "README.md's sentence on published/paper is stale: neurd published-readme "
+        "published/paper")
+    assert re.search(r"Kuhn poker \d+ of 40, Leduc poker \d+ of 40, Goofspiel \d+ of 40",
+                     " ".join(expected.split()))
+    # the step writes a publication's sentence between its marks, and only there
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- published/smoke: seeds, written by neurd published-readme"
+                      " -->\nold\n<!-- /published/smoke -->\nafter\n")
+    old_cwd = Path.cwd()
+    try:
+        import os
+
+        os.chdir(ROOT)
+        assert main(["published-readme", "published/smoke", "--readme", str(readme)]) == 0
+    finally:
+        os.chdir(old_cwd)
+    written = readme.read_text()
+    assert "Kuhn poker 2 of 2" in written and "old" not in written
+    assert written.startswith("# x\n") and written.endswith("<!-- /published/smoke -->\nafter\n")

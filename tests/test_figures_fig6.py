@@ -142,3 +142,60 @@ def test_converges_faster_is_judged_by_the_printed_rule(neurd, spg, verdict):
     assert claim.verdict == verdict
     assert "equal medians: tie" in claim.criterion and "unmeasured" in claim.criterion
     assert [c.statistic.split(":")[0] for c in claim.checks] == ["phase 2", "phase 3"]
+
+
+def _claim(claims, words: str):
+    return next(c for c in claims if words in c.claim)
+
+
+@pytest.mark.parametrize("seeds", [2, 4])
+def test_too_few_pairs_for_an_interval_are_unmeasured_with_the_reason(seeds):
+    """Below 5 seeds the final NashConv has no confidence interval to judge "ends lowest"
+    by: unmeasured, the row saying so, never pass or fail from a bootstrap of 2 to 4."""
+    claims, _, _ = _make({"kuhn": (10_000, seeds)}, name="fig6", scale="small")
+    final = _claim(claims, "lowest final NashConv")
+    assert final.verdict == "unmeasured", final.measured
+    assert (f"unmeasured: {seeds} pairs are too few for a confidence interval (< "
+            f"{style.MIN_CI_SAMPLES})") in final.measured
+    assert "not a confidence interval" not in final.measured
+    assert all(np.isnan(x) for x in final.checks[0].observed)
+    assert "unmeasured" in final.criterion
+    # the average NashConv pairs (entropy, seed): 2 levels x 2 seeds = 4 pairs, too few;
+    # 2 levels x 4 seeds = 8, judged
+    average = _claim(claims, "average NashConv")
+    assert (average.verdict == "unmeasured") == (2 * seeds < style.MIN_CI_SAMPLES)
+
+
+def test_five_pairs_are_judged_by_their_interval():
+    claims, _, _ = _make({"kuhn": (10_000, 5)}, name="fig6", scale="small")
+    final = _claim(claims, "lowest final NashConv")
+    assert final.verdict != "unmeasured" and "95% CI [" in final.measured
+
+
+def test_a_grid_with_no_inside_level_is_unmeasured_with_the_reason():
+    """The smoke tables have 2 entropy levels: no best level can lie strictly inside, so
+    the claim has nothing to measure (not a fail a 2-level grid could never pass)."""
+    claims, _, _ = _make({"kuhn": (10_000, 5)}, name="fig6", scale="small")
+    grid = _claim(claims, "entropy grid brackets")
+    assert grid.verdict == "unmeasured"
+    assert "unmeasured: a grid of 2 levels has no level inside it" in grid.measured
+    tables3 = tables({"kuhn": (10_000, 5)})
+    summary = tables3["summary"]
+    three = pd.concat([summary, summary[summary.entropy == summary.entropy.max()].assign(
+        entropy=5.0, final_nash_conv=lambda f: f.final_nash_conv + 1)], ignore_index=True)
+    claim = fig6._grid_claim("kuhn", three, fig6.best_entropies(three, "kuhn"), "")
+    assert claim.verdict in ("pass", "fail") and "unmeasured" not in claim.measured
+
+
+def test_a_game_the_paper_did_not_run_says_its_own_sizes():
+    """A user's game is measured against nothing of the paper's: the footer and the rows
+    say its own length and seeds, with no fraction of 0.33e6 or of 40 seeds."""
+    claims, note, texts = _make({"liars": (100, 2)}, name="fig6", scale="liars")
+    label = "liars scale: 100 iterations per phase, 2 seeds (a game the paper did not run)"
+    assert note == f"liars: {label}"
+    assert all(c.measured.startswith(f"[{label}] ") for c in claims)
+    assert not any("0.33e6" in t or "of 40" in t for t in [note, *texts])
+    # beside a paper game, each says its own
+    _, note, _ = _make({"kuhn": (10_000, 5), "liars": (100, 2)}, name="fig6", scale="x")
+    assert "Kuhn poker: x scale: 10^4 of 0.33e6 iterations per phase, 5 of 40 seeds" in note
+    assert "liars: x scale: 100 iterations per phase, 2 seeds (a game" in note

@@ -227,6 +227,17 @@ def test_the_documented_config_file_gives_fig6_and_compares_numbers(documented, 
     assert (results / "figures/fig6.png").stat().st_size > 10_000
     audit = pd.read_csv(results / "audit/fig6.csv")
     assert len(audit) >= 4 and set(audit.verdict) <= set(VERDICTS)
+    # 2 seeds and 2 entropy levels: "ends lowest" has too few pairs for an interval and the
+    # grid no inside level: unmeasured, each row saying why; the game's own sizes, not a
+    # fraction of the paper's
+    rows = audit.set_index(audit.claim.str.split(": ", n=1).str[1])
+    final = rows.loc["NeuRD ends with the lowest final NashConv"]
+    grid = rows.loc["the entropy grid brackets each algorithm's best level"]
+    assert final.verdict == "unmeasured" and "2 pairs are too few" in final.measured
+    assert grid.verdict == "unmeasured" and "a grid of 2 levels has no level" in grid.measured
+    label = "[liars scale: 100 iterations per phase, 2 seeds (a game the paper did not run)]"
+    assert audit.measured.str.startswith(label).all(), audit.measured.iloc[0]
+    assert not audit.measured.str.contains("0.33e6|of 40 seeds").any()
     for name in TABLES:
         piped = pd.read_parquet(results / f"neural/liars/{name}.parquet")
         pd.testing.assert_frame_equal(piped, getattr(documented["result"], name),

@@ -44,6 +44,62 @@ def test_a_progress_line_is_recognised_in_a_log_and_nothing_else_is():
         assert progress_message(other) is None
 
 
+class _Recorder(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append((record.levelno, record.getMessage()))
+
+
+def _run(times, dones, total, interval):
+    """A Progress on a fake clock: an update at each ``times[k]`` with ``dones[k]`` done;
+    the (level, message) of every record."""
+    clock = iter([0.0, *times])
+    log, recorder = logging.getLogger("neurd.test_progress.throttle"), _Recorder()
+    log.addHandler(recorder)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+    try:
+        bar = Progress("neural liars", total, log=log, interval=interval,
+                       clock=lambda: next(clock))
+        for done in dones:
+            bar.update(done)
+    finally:
+        log.removeHandler(recorder)
+    return recorder.records
+
+
+def test_a_short_run_from_python_prints_a_few_lines_not_one_per_chunk():
+    """A 7.6 s run of 69 chunks (the first 5 s of it compiling) at the default 30 s: the
+    first line and the last at INFO, the 67 between at DEBUG only."""
+    times = [5.0 + 2.6 * k / 68 for k in range(69)]
+    records = _run(times, [600 * (k + 1) // 69 for k in range(69)], 600, 30)
+    shown = [message for level, message in records if level == logging.INFO]
+    assert len(records) == 69 and len(shown) == 2
+    assert shown[-1].startswith("neural liars: 600/600 iterations (100%)")
+
+
+def test_lines_are_at_most_one_an_interval_apart_and_the_last_is_always_shown():
+    times = [0.4 * k for k in range(1, 51)]  # 20 s of updates every 0.4 s
+    records = _run(times, list(range(1, 51)), 50, 5)
+    shown = [k for k, (level, _) in enumerate(records) if level == logging.INFO]
+    assert shown[0] == 0 and shown[-1] == 49
+    assert all((b - a) * 0.4 >= 5 - 1e-9 for a, b in zip(shown[:-2], shown[1:-1]))
+    assert len(shown) == 5  # at 0.4 s, then every 5 s to 20 s: 0.4, 5.6, 10.8, 16.0, 20.0
+
+
+def test_the_time_left_is_measured_after_the_first_segment():
+    """The first segment (compilation) takes 60 s, each later one 1 s for 10 of 1000
+    iterations: the ETA is the later segments' rate (~99 s left after the second), not
+    the whole run's (which would say ~98 minutes)."""
+    records = _run([0.0, 60.0, 61.0], [0, 10, 20], 1000, 0.001)
+    messages = [message for _, message in records]
+    assert messages[0].endswith("ETA ?") and messages[1].endswith("ETA ?")
+    assert "10 iterations/s" in messages[2] and messages[2].endswith("ETA 1m38s")
+
+
 @pytest.mark.parametrize("seconds, text", [(4.25, "4.2s"), (59.9, "59.9s"), (245, "4m05s"),
                                            (7380, "2h03m"), (float("nan"), "?"),
                                            (float("inf"), "?")])

@@ -376,3 +376,36 @@ def test_wrong_information_state_count_is_refused():
 
     with pytest.raises(ValueError, match="says 13"):
         compiled_game(_section(expected_infostates={"kuhn": 13}), "kuhn")
+
+
+def test_fig4b_left_axis_spans_the_data_and_its_legend_sits_off_it():
+    """Curves from the uniform policy's 4.75 down: the log axis ends just above the highest
+    value drawn (not decades above it, leaving the legend a band of its own), and the
+    legend covers no curve or band."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from neurd.figures import fig4b, style
+
+    iterations = np.unique(np.geomspace(1, 10_000, 30).astype(int))
+    rows = []
+    for algorithm, power in (("neurd", 0.6), ("spg", 0.35)):
+        for step in fig4b.PAPER_STEP_SIZES:
+            rows += [("leduc", algorithm, step, t, 4.75 * t ** -(power * step ** 0.2))
+                     for t in iterations]
+    for algorithm, power in (("cfr_rm", 0.5), ("cfr_plus", 1.2)):
+        rows += [("leduc", algorithm, np.nan, t, 4.75 * t ** -power) for t in iterations]
+    table = pd.DataFrame(rows, columns=["game", "algorithm", "step_size", "iteration",
+                                        "nash_conv"])
+    fig = fig4b.plot(table, {"interval": 0.95}, "test")
+    main = fig.axes[0]
+    bottom, top = main.get_ylim()
+    assert 4.75 <= top <= 4.75 * (4.75 / bottom) ** 0.1, (bottom, top)
+    fig.canvas.draw()
+    legend = main.get_legend()
+    box = legend.get_window_extent(fig.canvas.get_renderer())
+    assert style.covers(box, style.obstacles(main, marks=False)) == 0
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels[:2] == ["NeuRD", "SPG"] and "mean over 9 step sizes" in legend.get_title(
+        ).get_text()
+    plt.close(fig)

@@ -16,8 +16,8 @@ or ``unmeasured`` (:func:`outcome`); the claim's verdict is, in this order:
   paper states) if any check fails;
 - ``unmeasured`` if any check has nothing to measure (its observed number or
   its threshold is NaN: e.g. neither learner reaches the level within a phase,
-  so there is no time to compare; the level or the run's length does not suit
-  the game);
+  so there is no time to compare; too few pairs for a confidence interval; an
+  entropy grid with no level inside it);
 - ``tie`` if any check is a tie (an interval that covers its threshold: the
   runs cannot tell the learners apart);
 - ``pass`` otherwise: every check holds.
@@ -52,8 +52,9 @@ MEANINGS = {
            "NeuRD - SPG, or equal medians) covers its threshold: the runs cannot tell the "
            "learners apart",
     "unmeasured": "no check fails, and one has nothing to measure (its number is NaN: e.g. "
-                  "neither learner reaches the level within a phase): the level or the run's "
-                  "length does not suit the game; not a fail",
+                  "neither learner reaches the level within a phase, fewer than 5 pairs give "
+                  "no confidence interval, an entropy grid of 2 levels has no inside): the "
+                  "run's size does not suit the check; the row says why; not a fail",
 }
 OTHERWISE = ("fail", "differs")  # what a claim is when one of its checks fails
 

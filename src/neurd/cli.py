@@ -35,6 +35,9 @@ from neurd.stages import STAGES, load_config, results_root
 from neurd.tables import InputFileError, read_table, write_json
 
 log = logging.getLogger(__package__)
+# What `neurd --help` says first: plain text (the module's doc is reStructuredText).
+DESCRIPTION = ("Command-line steps of the pipeline: neurd <step> ... Every Snakemake rule is "
+               "one of these calls; neurd <step> --help lists its arguments.")
 
 
 def _modules(package: str) -> list[str]:
@@ -88,14 +91,14 @@ def _check_config(args) -> None:
         print(results_root(load_config(args.files, args.workflow, games=False)))
         return
     config = load_config(args.files, args.workflow)
-    check_configured(config, args.workflow, content=True)
+    check_configured(config, args.workflow, args.files, content=True)
     checkpoint_minutes_default()  # the environment a job reads its saving interval from
     log.info("config is valid: scale %r, results in %s/", config["scale"],
              results_root(config))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=__package__, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=__package__, description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="step", required=True)
 

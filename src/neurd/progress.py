@@ -30,22 +30,50 @@ import numpy as np
 
 
 class Progress:
-    """``label: done/total unit (x%), rate, elapsed, ETA`` lines on a logger."""
+    """``label: done/total unit (x%), rate, elapsed, ETA`` lines on a logger.
+
+    Throttled as the pipeline's console is: a line for the first update, then at most one
+    every ``interval`` seconds (``$NEURD_PROGRESS_SECONDS``, default 30; 0: none between
+    the first and the last), and always the last (``done >= total``); the updates between
+    go to the logger at DEBUG.  The first segment of a jitted loop includes its
+    compilation, so the rate and the time left are measured from the end of the first
+    update that did work (``done > 0``): before that the rate is the whole run's and the
+    ETA ``?``.
+    """
 
     def __init__(self, label: str, total: float, unit: str = "iterations",
-                 log: logging.Logger | None = None):
+                 log: logging.Logger | None = None, interval: float | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self.label, self.total, self.unit = label, float(total), unit
         self.log = log or logging.getLogger(__package__)
-        self.start = time.perf_counter()
+        interval = progress_seconds() if interval is None else float(interval)
+        self.interval = interval if interval > 0 else float("inf")
+        self.clock = clock
+        self.start = clock()
+        self.base: tuple[float, float] | None = None  # (time, done) after the first segment
+        self.logged: float | None = None  # when the last INFO line was written
 
     def update(self, done: float, detail: str = "") -> None:
-        elapsed = time.perf_counter() - self.start
-        rate = done / elapsed if elapsed > 0 else float("nan")
-        left = (self.total - done) / rate if done > 0 else float("nan")
+        now = self.clock()
+        elapsed = now - self.start
+        if self.base is None or done <= self.base[1]:
+            rate = done / elapsed if elapsed > 0 else float("nan")
+            left = float("nan")
+            if self.base is None and done > 0:
+                self.base = (now, float(done))
+        else:
+            rate = (done - self.base[1]) / (now - self.base[0]) if now > self.base[0] else \
+                float("nan")
+            left = (self.total - done) / rate if rate > 0 else float("nan")
+        due = (self.logged is None or done >= self.total
+               or now - self.logged >= self.interval)
+        if due:
+            self.logged = now
         share = 100.0 * done / self.total if self.total else 100.0
-        self.log.info("%s: %d/%d %s (%.0f%%), %.3g %s/s, %s elapsed, ETA %s%s",
-                      self.label, done, self.total, self.unit, share, rate, self.unit,
-                      duration(elapsed), duration(left), f"; {detail}" if detail else "")
+        self.log.log(logging.INFO if due else logging.DEBUG,
+                     "%s: %d/%d %s (%.0f%%), %.3g %s/s, %s elapsed, ETA %s%s",
+                     self.label, done, self.total, self.unit, share, rate, self.unit,
+                     duration(elapsed), duration(left), f"; {detail}" if detail else "")
 
 
 def duration(seconds: float) -> str:

@@ -24,11 +24,14 @@ import logging
 import os
 import re
 import shutil
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
 from neurd import games
 from neurd.config import ConfigError, require
+from neurd.configfile import read_config_file
+from neurd.names import game_title
 from neurd.packs import unpack
 from neurd.pipeline.neural import TABLES, parse_block
 from neurd.pipeline.published import COMBINED
@@ -44,12 +47,27 @@ from neurd.publication import (
     init,
     phase_end_nash_conv,
     publish_run,
+    published_games,
     reproduce,
 )
 from neurd.publication import check as check_publication
 from neurd.resume_states import IN_PROGRESS, STATE_FILE, StateSource
-from neurd.stages import STAGES, load_config, read_schema, results_root, snapshot
-from neurd.tables import InputFileError, atomic_path, config_hash, write_json, write_table
+from neurd.stages import (
+    DEFAULT_CONFIG,
+    STAGES,
+    load_config,
+    read_schema,
+    results_root,
+    snapshot,
+)
+from neurd.tables import (
+    InputFileError,
+    atomic_path,
+    config_hash,
+    write_json,
+    write_table,
+    write_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +85,31 @@ def neural_defaults(workflow_dir: str | os.PathLike = ".") -> dict:
     return {key: spec["default"] for key, spec in properties.items() if "default" in spec}
 
 
+def uses_publication(config: Mapping, files=(), workflow_dir: str | os.PathLike = ".") -> bool:
+    """Whether the config files ``files`` (merged over the default config) use the configured
+    publication: none but the default config's given (the default scale draws it beside its
+    own Fig 6), one of them is its ``published.configfile`` (the run it is made from), or
+    one sets the section ``published`` itself.  A user's own config that only inherits the
+    default folder does not."""
+    cfg = config.get("published") or {}
+    if cfg.get("folder") is None:
+        return False
+    workflow_dir = Path(workflow_dir)
+    default = (workflow_dir / DEFAULT_CONFIG).resolve()
+    own = [Path(f).resolve() for f in files if Path(f).resolve() != default]
+    if not own or (workflow_dir / cfg["configfile"]).resolve() in own:
+        return True
+    return any("published" in (read_config_file(path) or {}) for path in own)
+
+
 def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".",
-                     content: bool = False) -> None:
+                     files=(), content: bool = False) -> None:
     """The configured publication is the run of ``published.configfile`` as it is now (a
     stale one is refused before any job, naming each key that differs); ``content``: its
     tables too (:func:`~neurd.publication.check_content`: what ``neurd check-config``, which
-    ``make figures`` runs first, adds to the Snakefile's check of the files)."""
+    ``make figures`` runs first, adds to the Snakefile's check of the files).  Where the
+    config files ``files`` use it (:func:`uses_publication`) and it holds no seed block, a
+    warning says so: fig6_<name> is not drawn."""
     cfg = config.get("published") or {}
     if cfg.get("folder") is None:
         return
@@ -87,6 +124,10 @@ def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".",
             check_content(folder, *checked)
     except (PublicationError, InputFileError) as error:
         raise ConfigError(f"published.folder: {error}") from None
+    if not published_games(Path(workflow_dir) / cfg["folder"]) and uses_publication(
+            config, files, workflow_dir):
+        log.warning("published.folder: %s holds no seed block yet, so fig6_%s is not drawn",
+                    cfg["folder"], Path(cfg["folder"]).name)
 
 
 # --- command-line steps -------------------------------------------------------------------
@@ -248,8 +289,60 @@ def _reproduce(args) -> None:
                                f"give a NashConv {worst_end:.3g} from the published one")
 
 
+# --- the README's line on a publication ---------------------------------------------------
+
+README_MARKS = ("<!-- {folder}: seeds, written by neurd published-readme -->",
+                "<!-- /{folder} -->")
+
+
+def seeds_sentence(folder: str | os.PathLike) -> str:
+    """What a reader of the README is told of the publication in ``folder`` (checked), from
+    its manifest: how many of its config's seeds each game holds, and what that means for
+    the Fig 6 verdicts."""
+    manifest, cfg = check_publication(folder)
+    name = Path(folder).name
+    total = int(cfg["seeds"])
+    counts = {g: len(manifest["games"].get(g, {}).get("seeds", [])) for g in cfg["games"]}
+    held = ", ".join(f"{game_title(g)} {n} of {total}" for g, n in counts.items())
+    text = f"Seeds in `published/{name}`, per game: {held}."
+    if not any(counts.values()):
+        return (f"{text} With none, `fig6_{name}` is not drawn, and the Fig 6 verdicts above "
+                "are the default scale's alone.")
+    return (f"{text} The pipeline draws `fig6_{name}` and its audit from them; each game's "
+            "rows say how many seeds they are judged on.")
+
+
+def readme_block(text: str, folder: str) -> tuple[int, int] | None:
+    """The span of the generated sentence between ``folder``'s marks in ``text``."""
+    start, end = (mark.format(folder=folder) for mark in README_MARKS)
+    if start not in text or end not in text:
+        return None
+    first = text.index(start) + len(start)
+    return first, text.index(end, first)
+
+
+def _readme(args) -> None:
+    folder = Path(args.folder).as_posix().rstrip("/")
+    path = Path(args.readme)
+    text = path.read_text(encoding="utf-8")
+    span = readme_block(text, folder)
+    if span is None:
+        raise PublicationError(f"{path}: no marks {README_MARKS[0].format(folder=folder)!r} "
+                               f"... {README_MARKS[1].format(folder=folder)!r} to write into")
+    sentence = "\n" + textwrap.fill(seeds_sentence(folder), width=92) + "\n"
+    if text[span[0]:span[1]] != sentence:
+        write_text(path, text[:span[0]] + sentence + text[span[1]:])
+    log.info("%s: %s", path, sentence.strip())
+
+
 def register(sub) -> None:
     """Add the publication's commands to the ``neurd`` command line."""
+    p = sub.add_parser("published-readme", help="write the README's sentence on how many "
+                       "seeds a publication holds")
+    p.add_argument("folder", help="the publication (published/paper)")
+    p.add_argument("--readme", default="README.md", help="the file holding the sentence's marks")
+    p.set_defaults(func=_readme)
+
     p = sub.add_parser("published-tables", help="a publication's Fig 6 tables, checked, every "
                        "game in one of each")
     p.add_argument("--config", required=True, help="published config snapshot (JSON)")

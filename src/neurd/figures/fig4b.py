@@ -75,27 +75,32 @@ def scale_text(table: pd.DataFrame) -> str:
 
 
 def plot(table: pd.DataFrame, cfg: Mapping, scale: str | None = None):
+    """Left: the learners' means with their step-size bands (one legend entry each, line
+    over band) and the references; the log axis spans the data drawn, no more (a legend
+    that finds no free place inside gains headroom: :func:`style.place_legend`)."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     style.setup()
     game = _game(table)
     fig, (main, by_step) = plt.subplots(1, 2, figsize=(10.5, 4),
                                         gridspec_kw={"width_ratios": [1.6, 1]})
     level = cfg["interval"]
-    floor = np.inf
+    floor, top = np.inf, 0.0
+    handles, labels, bands = [], [], set()
     for algorithm in [a for a in names.LEARNERS if a in set(table.algorithm)]:
         iterations, steps, values = curves(table, algorithm)
         low, high = step_size_interval(values, level)
-        floor = min(floor, float(low.min()))
+        floor, top = min(floor, float(low.min())), max(top, float(high.max()))
         color = style.PALETTE[algorithm]
-        main.plot(iterations, values.mean(axis=0), color=color, linewidth=2,
-                  label=f"{style.LABELS[algorithm]}: mean over {len(steps)} step sizes")
+        (line,) = main.plot(iterations, values.mean(axis=0), color=color, linewidth=2)
         whole = np.array_equal(low, values.min(axis=0)) and np.array_equal(high,
                                                                             values.max(axis=0))
-        band = (f"min..max over the {len(steps)} step sizes (= {level:.0%} interval)" if whole else
-                f"{level:.0%} interval of a uniformly drawn step size")
-        main.fill_between(iterations, low, high, color=color, alpha=0.2, linewidth=0,
-                          label=f"{style.LABELS[algorithm]}: {band}")
+        bands.add(f"min..max over them (= {level:.0%} interval)" if whole else
+                  f"{level:.0%} interval of a uniformly drawn step size")
+        main.fill_between(iterations, low, high, color=color, alpha=0.2, linewidth=0)
+        handles.append((Patch(color=color, alpha=0.2, linewidth=0), line))
+        labels.append(style.LABELS[algorithm])
         by_step.plot(steps, values[:, -1], "o-", color=color, label=style.LABELS[algorithm])
     # The references (CFR+ falls orders of magnitude lower) must not squeeze the comparison:
     # the axis ends a little below NeuRD's and SPG's lowest value; a reference that leaves
@@ -103,22 +108,28 @@ def plot(table: pd.DataFrame, cfg: Mapping, scale: str | None = None):
     bottom = floor / 3.0
     for algorithm in [a for a in names.REFERENCE_SOLVERS if a in set(table.algorithm)]:
         iterations, values = solver_curve(table, algorithm)
+        top = max(top, float(values.max()))
         below = values[-1] < bottom
-        main.plot(iterations, values, color=style.PALETTE[algorithm], linestyle="--",
-                  linewidth=1.2, label=f"{style.LABELS[algorithm]}, OpenSpiel"
-                  + (f" (ends at {values[-1]:.2g}, below the axis)" if below else ""))
+        (line,) = main.plot(iterations, values, color=style.PALETTE[algorithm], linestyle="--",
+                            linewidth=1.2)
+        handles.append(line)
+        labels.append(f"{style.LABELS[algorithm]}, OpenSpiel"
+                      + (f" (ends at {values[-1]:.2g}, below)" if below else ""))
     title = names.game_title(game)
     main.set(xscale="log", yscale="log", xlabel="iterations",
              ylabel="NashConv of the average policy",
              title=f"{title}: tabular counterfactual NeuRD vs SPG")
-    main.set_ylim(bottom=bottom)
+    main.set_ylim(bottom, top * (top / bottom) ** 0.04)
     style.label_log_axis(main.yaxis)
     last = int(table.iteration.max())
     by_step.set(yscale="log", xlabel="step size $\\eta$", ylabel=f"NashConv at iteration {last}",
                 title="final NashConv by step size")
     style.scale_note(fig, scale, scale_text(table))
     fig.tight_layout()
-    style.place_legend(main, fontsize=7)
+    sizes = table[table.algorithm.isin(names.LEARNERS)].step_size.nunique()
+    style.place_legend(main, fontsize=7, handles=handles, labels=labels,
+                       title=f"line: mean over {sizes} step sizes\nband: " + "; ".join(
+                           sorted(bands)), title_fontsize=7, alignment="left")
     style.place_legend(by_step, fontsize=8)
     return fig
 

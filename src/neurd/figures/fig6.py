@@ -3,8 +3,9 @@
 Top row (the paper's a-c): per game, the exact NashConv of the current network
 policy against learning iterations, for the entropy level alpha with the lowest
 final NashConv of each algorithm; mean over seeds with its bootstrap band (each
-seed drawn instead where there are fewer than ``style.MIN_CI_SAMPLES``); red
-dashed lines where the payoff is negated.  Bottom row (d-f): per game, the
+seed drawn instead where there are fewer than ``style.MIN_CI_SAMPLES``); grey
+dotted lines behind the curves where the payoff is negated, named in the legend.
+Bottom row (d-f): per game, the
 average NashConv over all iterations of every run, at every entropy level, as
 box plots per algorithm (all levels pooled, as the paper's), every run a dot
 coloured and placed left to right by its level.
@@ -82,8 +83,13 @@ def _seeds(nashconv: pd.DataFrame, game: str) -> int:
 def scale_label(nashconv: pd.DataFrame, game: str, scale: str | None) -> tuple[str, bool]:
     """What a game's results were measured at, from the table alone, and whether it is the
     paper's scale: that needs every game of the table at the paper's length with all its
-    seeds.  ``scale``: the name of the run's scale (e.g. "default scale")."""
+    seeds.  A game the paper did not run is labelled with its own sizes, not with a
+    fraction of the paper's.  ``scale``: the name of the run's scale (e.g. "default
+    scale")."""
     length, seeds = _phase_length(nashconv, game), _seeds(nashconv, game)
+    if game not in names.GAMES:  # no paper size to measure it against: its own
+        return (f"{scale or 'this run'}: {style.size(length)} iterations per phase, {seeds} "
+                "seeds (a game the paper did not run)", False)
     full = [_phase_length(nashconv, g) >= PAPER_PHASE_ITERATIONS
             and _seeds(nashconv, g) >= PAPER_SEEDS for g in dict.fromkeys(nashconv.game)]
     if all(full):
@@ -154,8 +160,10 @@ def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
             run = run.sort_values(["iteration", "phase"])
             ax.plot(run.iteration, run.nash_conv, color=color, linewidth=0.7, alpha=0.5)
     length = _phase_length(nashconv, game)
-    for boundary in range(length, int(ci[ci.game == game].iteration.max()), length):
-        ax.axvline(boundary, **style.PHASE_LINE)
+    for k, boundary in enumerate(range(length, int(ci[ci.game == game].iteration.max()),
+                                       length)):
+        ax.axvline(boundary, **style.NEGATION_LINE,
+                   label=style.NEGATION_LABEL if k == 0 else "_nolegend_")
     level = int(round(100 * float(cfg["bootstrap"]["confidence"])))
     spread = (f"{level}% bootstrap CI" if band else
               f"thin: each seed (< {style.MIN_CI_SAMPLES} seeds: no CI)")
@@ -268,24 +276,31 @@ def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str
            ) -> tuple[str, Check, float]:
     """``(measured text, check, mean difference)`` of "NeuRD below SPG" from values paired
     by index (seeds, or (entropy, seed)): the bootstrap CI of the mean paired difference
-    NeuRD - SPG (shared seeds start from the same weights), a tie where it covers 0."""
+    NeuRD - SPG (shared seeds start from the same weights), a tie where it covers 0.
+    Fewer than ``style.MIN_CI_SAMPLES`` pairs give no confidence interval (the percentile
+    bootstrap covers far less than its nominal level): the check has nothing to judge by
+    (NaN: ``unmeasured``), and the text says why."""
 
     both = neurd.index.intersection(spg.index)
     a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()
+    lower = f"NeuRD lower in {int(np.sum(a < b))} of {len(both)}"
+    if len(both) < style.MIN_CI_SAMPLES:  # no confidence interval: nothing to judge by
+        mean = float(np.mean(a - b)) if len(both) else math.nan
+        text = (f"paired difference NeuRD - SPG {fmt(mean)}; unmeasured: {len(both)} pairs are "
+                f"too few for a confidence interval (< {style.MIN_CI_SAMPLES}); {lower}")
+        return text, paired_check(statistic, math.nan, math.nan), mean
     boot = cfg["bootstrap"]
     mean, low, high = paired_difference_ci(
         a, b, resamples=int(boot["resamples"]), confidence=float(boot["confidence"]),
         method=boot["method"], seed=int(cfg["seed"]))
-    interval = (f"{fmt(100 * float(boot['confidence']))}% CI" if len(both) >= style.MIN_CI_SAMPLES
-                else f"bootstrap interval (< {style.MIN_CI_SAMPLES} pairs: not a confidence "
-                     "interval)")
-    text = (f"paired difference NeuRD - SPG {fmt(mean)}, {interval} [{fmt(low)}, {fmt(high)}]; "
-            f"NeuRD lower in {int(np.sum(a < b))} of {len(both)}")
+    text = (f"paired difference NeuRD - SPG {fmt(mean)}, "
+            f"{fmt(100 * float(boot['confidence']))}% CI [{fmt(low)}, {fmt(high)}]; {lower}")
     return text, paired_check(statistic, low, high), mean
 
 
 PAIRED_CRITERION = ("the bootstrap confidence interval of the mean paired difference NeuRD - "
-                    "SPG lies below 0 (tie: it covers 0)")
+                    "SPG lies below 0 (tie: it covers 0; fewer than "
+                    f"{style.MIN_CI_SAMPLES} pairs give no interval: unmeasured)")
 
 
 def _final_claim(game, summary, best, note, cfg) -> Claim:
@@ -359,12 +374,18 @@ def _grid_claim(game, summary, best, note) -> Claim:
                     bound)
               for a, e in best.items()
               for end, op, bound in (("lowest", ">", levels[0]), ("highest", "<", levels[-1]))]
+    reason = ""
+    if len(levels) < 3:  # no level inside the grid: a best level cannot lie inside it
+        checks = [Check("levels strictly inside the grid (none)", math.nan, ">=", 1)]
+        reason = (f"; unmeasured: a grid of {len(levels)} level{'s' * (len(levels) != 1)} has "
+                  "no level inside it")
     return Claim(
         FIGURE, f"{game}: the entropy grid brackets each algorithm's best level",
         "the paper sweeps entropy levels and shows the best per algorithm (levels not stated)",
         note + f"grid {[fmt(x) for x in levels]}; best by final NashConv: "
-        + ", ".join(f"{style.LABELS[a]} {fmt(e)}" for a, e in best.items()),
-        "every algorithm's best level lies strictly inside the grid",
+        + ", ".join(f"{style.LABELS[a]} {fmt(e)}" for a, e in best.items()) + reason,
+        "every algorithm's best level lies strictly inside the grid (a grid of fewer than 3 "
+        "levels has no inside: unmeasured)",
         tuple(checks), "fail",
         float(np.min([grid_margin(summary, game, a) for a in best])))
 

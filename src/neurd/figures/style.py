@@ -27,6 +27,11 @@ LABELS = names.ALGORITHM_LABELS
 ACTION_PALETTE = {"H": "#1f77b4", "T": "#ff7f0e", "F": "#7f7f7f"}
 # Phase boundaries: a mark of the axes, not data (a legend may sit over one if it must).
 PHASE_LINE = {"color": "red", "linestyle": "--", "linewidth": 1.0, "gid": "phase-line"}
+# Fig 6's negations of the payoff: a neutral mark behind the curves (below their zorder 2),
+# in neither learner's colour, named in the legend by NEGATION_LABEL.
+NEGATION_LINE = {"color": "0.55", "linestyle": ":", "linewidth": 1.3, "zorder": 1.5,
+                 "gid": "phase-line"}
+NEGATION_LABEL = "payoff negated"
 # Fewer samples than this (seeds, starts) and a bootstrap band is not drawn as a confidence
 # interval: the percentile bootstrap of a mean from n samples spans about the range of
 # their resampled means, which for normal samples covers the mean in 50% (n = 2), 76% (3),

@@ -18,7 +18,6 @@ it is now, and the ``neurd`` commands that publish, check, reproduce and combine
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,8 +25,6 @@ from neurd.config import ConfigError
 from neurd.publication import MANIFEST, PublicationError, _read_manifest, published_games
 from neurd.publication import check as check_publication
 from neurd.stage import Figure, Stage
-
-log = logging.getLogger(__name__)
 
 COMBINED = ("nashconv", "nashconv_ci", "summary", "diagnostics")  # Fig 6's inputs
 
@@ -59,13 +56,10 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
     if cfg.get("folder") is None:
         return
     try:
-        manifest, _ = check_publication(cfg["folder"])
+        check_publication(cfg["folder"])
     except PublicationError as error:
         raise ConfigError(f"published.folder: {error} (set published.folder to null to draw "
                           "no publication)") from None
-    if not any(entry["blocks"] for entry in manifest["games"].values()):
-        log.warning("published.folder: %s holds no seed block yet, so fig6_%s is not drawn",
-                    cfg["folder"], name(cfg))
 
 
 def figures(cfg: Mapping) -> list[Figure]:

@@ -1,0 +1,123 @@
+"""The Fig 6 numbers docs/findings.md quotes are the default-scale run's.
+
+docs/findings.md names its run: the default scale's claims audit (``results/audit/``, written
+by ``make figures``).  Each number it quotes for Fig 6 is bound here to the audit row it is
+read from; on a finished default run in ``results/`` (or ``NEURD_AUDIT_DIR``'s folder) every
+one must agree with the run, to the precision written.  The neural stage is float32 and not
+bitwise portable across CPU models (docs/promises.md): the page names the CPUs that gave
+its numbers, and a CPU that gives others is written there as a range (``2.69-2.83``), in
+which the run's value must then lie.
+
+Without a run the binding itself is still checked: every quote is on the page, and the
+page says that its Leduc numbers vary with the CPU model.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FINDINGS = ROOT / "docs/findings.md"
+NUMBER = r"(-?[\d.]+(?:e[-+]?\d+)?)"
+FINAL = (rf"NeuRD {NUMBER} \(alpha [^)]*\), SPG {NUMBER} \(alpha [^)]*\); paired difference "
+         rf"NeuRD - SPG {NUMBER}, {NUMBER}% CI \[{NUMBER}, {NUMBER}\]")
+AVERAGE = rf"every entropy level and seed: NeuRD {NUMBER}, SPG {NUMBER};"
+SPREAD = rf"mean average NashConv: NeuRD {NUMBER}, SPG {NUMBER}$"
+
+# (the page's words, whitespace folded; game; words of the claim; what the row's measured
+# text gives, the same numbers in the same order; how many of them the quote takes)
+QUOTES = [
+    ("NeuRD ends lower (2.83 vs 3.82,", "leduc", "lowest final", FINAL, 2),
+    ("pairs (3.33 vs 5.44)", "leduc", "average NashConv", AVERAGE, 2),
+    ("(spread 0.408 vs 1.78)", "leduc", "less sensitive", SPREAD, 2),
+    ("(0.230 vs 0.227; paired difference 0.0029, 95% CI [-0.011, 0.018]: tie)", "kuhn",
+     "lowest final", FINAL, 6),
+    ("the lower average NashConv (0.47 vs 0.59,", "kuhn", "average NashConv", AVERAGE, 2),
+    ("the smaller spread (0.22 vs 0.42)", "kuhn", "less sensitive", SPREAD, 2),
+    ("with the exact q in the critic's place NeuRD ends below SPG (0.32 vs 0.36) while with "
+     "the learned critic it does not (0.53 vs 0.42), and NeuRD's critic is the less accurate "
+     "one (RMS error 0.34 vs 0.21)", "kuhn", "exact q",
+     rf"exact critic NeuRD {NUMBER}, SPG {NUMBER}; learned critic NeuRD {NUMBER}, SPG "
+     rf"{NUMBER}; learned critic's final RMS error NeuRD {NUMBER}, SPG {NUMBER};", 6),
+    ("in a median 128 iterations vs SPG's 1500", "kuhn", "converges faster",
+     rf"phase 2 \(level [^)]*\): median NeuRD {NUMBER}, SPG {NUMBER} iterations", 2),
+    ("NeuRD and SPG end level (1.38 vs 1.40,", "goofspiel", "lowest final", FINAL, 2),
+    ("paired difference -0.020, 95% CI [-0.041, 0.007]: tie", "goofspiel", "lowest final",
+     rf"paired difference NeuRD - SPG {NUMBER}, {NUMBER}% CI \[{NUMBER}, {NUMBER}\]", 4),
+    ("So its average NashConv (1.69 vs 1.56)", "goofspiel", "average NashConv", AVERAGE, 2),
+    ("its entropy sensitivity (0.39 vs 0.03)", "goofspiel", "less sensitive", SPREAD, 2),
+]
+# A number of the page, or a range "low-high" of the values seen across CPU models.
+QUOTED = re.compile(r"(?<![\d.\w])(-?\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?")
+
+
+def _page() -> str:
+    return " ".join(FINDINGS.read_text(encoding="utf-8").split())
+
+
+def _half_unit(text: str) -> float:
+    """Half the last written digit's unit: the rounding a written number allows."""
+    mantissa = text.lower().split("e")[0]
+    digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    exponent = int(text.lower().split("e")[1]) if "e" in text.lower() else 0
+    return 0.5 * 10.0 ** (exponent - digits)
+
+
+def quoted_numbers(quote: str) -> list[tuple[str, str]]:
+    """Each number of a quote as (low, high) text (equal for a single number)."""
+    return [(low, high or low) for low, high in QUOTED.findall(quote)]
+
+
+def agrees(run_text: str, low: str, high: str) -> bool:
+    """The run's number (as its audit text writes it) lies in [low, high], each end
+    widened by the rounding of the number written there and of the run's own text."""
+    value, slack = float(run_text), _half_unit(run_text)
+    return (float(low) - _half_unit(low) - slack <= value
+            <= float(high) + _half_unit(high) + slack)
+
+
+def test_every_quote_is_on_the_page_and_the_page_says_which_cpus_gave_them():
+    page = _page()
+    for quote, _, _, pattern, count in QUOTES:
+        assert quote in page, f"docs/findings.md no longer says {quote!r}: bind its new words"
+        assert len(quoted_numbers(quote)) == count, quote
+        assert re.compile(pattern).groups >= count, pattern
+    assert re.search(r"Leduc's numbers vary with the CPU model.{0,300}(Intel Xeon|AMD EPYC)",
+                     page), "docs/findings.md does not say its Leduc numbers vary by CPU"
+
+
+def test_the_reading_of_a_quote():
+    assert quoted_numbers("(2.69-2.83 vs 3.82; [-0.011, 0.018], 95% CI)") == [
+        ("2.69", "2.83"), ("3.82", "3.82"), ("-0.011", "-0.011"), ("0.018", "0.018"),
+        ("95", "95")]
+    assert agrees("2.75", "2.69", "2.83") and not agrees("2.85", "2.69", "2.83")
+    assert agrees("0.23", "0.230", "0.230") and not agrees("0.236", "0.230", "0.230")
+    assert agrees("0.408", "0.38", "0.408") and not agrees("0.36", "0.38", "0.408")
+
+
+def _run_folder() -> Path:
+    return Path(os.environ.get("NEURD_AUDIT_DIR", ROOT / "results")) / "audit"
+
+
+@pytest.mark.skipif(not (_run_folder() / "fig6.csv").is_file(),
+                    reason="no finished default-scale run in results/ (make figures) or "
+                           "NEURD_AUDIT_DIR")
+def test_the_quoted_numbers_are_the_runs():
+    frame = pd.read_csv(_run_folder() / "fig6.csv", dtype=str, keep_default_na=False)
+    assert frame.measured.str.contains("default scale:").all(), (
+        "this audit is not the default scale's, the run docs/findings.md quotes")
+    wrong = []
+    for quote, game, words, pattern, count in QUOTES:
+        rows = frame[frame.claim.str.startswith(f"{game}:") & frame.claim.str.contains(words)]
+        assert len(rows) == 1, (game, words, list(frame.claim))
+        found = re.search(pattern, rows.measured.iloc[0])
+        assert found, (game, words, pattern, rows.measured.iloc[0])
+        for run_text, (low, high) in zip(found.groups()[:count], quoted_numbers(quote)):
+            if not agrees(run_text, low, high):
+                wrong.append(f"{game} {words}: the run gives {run_text}, the page "
+                             f"{low if low == high else f'{low}-{high}'} in {quote!r}")
+    assert not wrong, ("docs/findings.md quotes numbers this run does not give (another "
+                       "CPU model? widen the range and name the model):\n" + "\n".join(wrong))
