@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyspiel
 import pytest
 

@@ -347,7 +347,7 @@ def _reaches_sooner(game: str, rows: Mapping, level: float) -> Claim:
         f"{fmt(theirs, 6)} (nan: not within the run; checkpoints are log-spaced)",
         "NeuRD's first checkpoint at the level earlier than SPG's (tie: the same one; "
         "unmeasured: neither reaches it)",
-        (Check(f"first checkpoint NeuRD - SPG (inf: never)", (difference, difference),
+        (Check("first checkpoint NeuRD - SPG (inf: never)", (difference, difference),
                TIE_BELOW, 0.0),),
     )
 
