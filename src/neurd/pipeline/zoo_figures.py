@@ -1,6 +1,7 @@
 """The zoo's two figures (:mod:`neurd.pipeline.zoo`): the grid of curves and the ranks.
 
-* the grid: one panel per game, NashConv of the average policy against
+* the grid: one panel per game (its short name and size; its parameters are
+  the summary's ``game_string``), NashConv of the average policy against
   iterations, log-log, for CFR(NeuRD) and CFR(SPG) at their tuned step sizes,
   CFR and CFR+; a game whose uniform policy is already a Nash equilibrium
   (NashConv 0 to rounding) says so in its panel;
@@ -65,14 +66,15 @@ def _panel(ax, curves: pd.DataFrame, summary: pd.DataFrame) -> None:
         ax.plot(rows.iteration, np.where(values > floor, values, np.nan),
                 color=style.PALETTE[learner],
                 linestyle="-" if learner in names.LEARNERS else "--", linewidth=1.2)
-    ax.set(xscale="log", yscale="log", title=str(summary.game_string.iloc[0]))
-    ax.title.set_fontsize(7)
+    ax.set(xscale="log", yscale="log", xlim=(1, int(curves.iteration.max())),
+           title=f"{summary.game.iloc[0]} ({int(summary.histories.iloc[0]):,} histories)")
+    ax.title.set_fontsize(8)
     ax.tick_params(labelsize=6)
     if uniform <= floor:
         ax.text(0.5, 0.5, "uniform policy is Nash:\nNashConv 0 throughout",
                 transform=ax.transAxes, ha="center", va="center", fontsize=7)
         ax.set_yscale("linear")
-        ax.set_ylim(-1, 1)
+        ax.set_yticks([])
 
 
 def ranks(summary: pd.DataFrame):
