@@ -139,7 +139,7 @@ clean-results: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
 	root=$(RESULTS); if [ "$$root" = results ]; then \
 	  rm -rf results/matrix results/rps results/tabular results/games results/neural results/readings \
-	         results/published \
+	         results/published results/zoo \
 	         results/figures results/audit results/config results/logs results/benchmarks \
 	         results/provenance.json results/provenance.html results/report.html; \
 	else rm -rf "$$root"; fi
