@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: figures smoke paper test lint report lock clean-results gpu-check readings publish \
-	gpu-allocation-inputs gpu-allocation publish-blocks
+	gpu-allocation-inputs gpu-allocation publish-blocks zoo
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,16 @@ figures: $(STAMP)
 readings: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
 	$(BIN)/snakemake readings --cores $(CORES) --configfile $(CONFIG)
+
+# The zoo (not part of `make figures`): counterfactual NeuRD against SPG, CFR and CFR+ on
+# every small two-player zero-sum game OpenSpiel registers (config section zoo; docs/zoo.md,
+# whose generated part is written from the run's summary).
+zoo: $(STAMP)
+	$(BIN)/neurd check-config $(CONFIG)
+	$(BIN)/snakemake zoo --cores $(CORES) --configfile $(CONFIG)
+	results=$$($(BIN)/neurd check-config --results-dir $(CONFIG)) && \
+	  $(BIN)/neurd zoo-page --config $$results/config/zoo.json \
+	    --generated $$results/zoo/page.md --page docs/zoo.md
 
 smoke: CONFIG = workflow/config/smoke.yaml
 smoke: figures
@@ -132,7 +142,7 @@ clean-results: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
 	root=$(RESULTS); if [ "$$root" = results ]; then \
 	  rm -rf results/matrix results/rps results/tabular results/games results/neural results/readings \
-	         results/published \
+	         results/published results/zoo \
 	         results/figures results/audit results/config results/logs results/benchmarks \
 	         results/provenance.json results/provenance.html results/report.html; \
 	else rm -rf "$$root"; fi

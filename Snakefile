@@ -52,6 +52,7 @@ include: "workflow/rules/published.smk"
 include: "workflow/rules/readings.smk"
 include: "workflow/rules/rps.smk"
 include: "workflow/rules/tabular.smk"
+include: "workflow/rules/zoo.smk"
 include: "workflow/rules/figures.smk"
 
 

@@ -21,7 +21,7 @@ def _default_config() -> dict:
 
 def test_every_stage_has_its_schema_and_rules():
     assert set(stages.SECTIONS) == {"matrix", "neural", "published", "readings", "rps",
-                                    "tabular"}
+                                    "tabular", "zoo"}
     snakefile = (ROOT / "Snakefile").read_text()
     for section in stages.SECTIONS:
         schema = yaml.safe_load((ROOT / f"workflow/schemas/{section}.schema.yaml").read_text())
