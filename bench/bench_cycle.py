@@ -72,7 +72,7 @@ def bench_game(name: str, sizes, rounds: int, seconds: float, variants) -> list[
         specs = {v: train.Spec(variant=v) for v in variants}
         inputs = {v: _inputs(specs[v], game, name, seeds) for v in variants}
 
-        def run(v, cycles):
+        def run(v, cycles, specs=specs, inputs=inputs):
             states, keys, etas = inputs[v]
             return jax.block_until_ready(train.run_segment(specs[v], game, states, keys, etas,
                                                            0, cycles, np.float32(1.0)))

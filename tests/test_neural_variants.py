@@ -71,7 +71,11 @@ def test_variants_agree_for_other_networks_and_the_exact_critic(compiled, settin
 
 
 def test_the_default_is_a_variant_and_an_unknown_one_is_refused():
-    assert passes.DEFAULT in passes.VARIANTS and train.Spec().variant == passes.DEFAULT
+    assert train.Spec().variant == passes.DEFAULT == "auto"
+    assert set(passes.AUTO.values()) | {passes.AUTO_ELSEWHERE} <= set(passes.VARIANTS)
+    assert passes.resolve("auto") == passes.AUTO.get(jax.default_backend(),
+                                                     passes.AUTO_ELSEWHERE)
+    assert passes.resolve("joined") == "joined"
     with pytest.raises(ValueError, match="unknown cycle variant 'fast'"):
         train.Spec(variant="fast")
 

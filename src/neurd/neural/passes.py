@@ -5,7 +5,9 @@ information state, pulls its gradient back through that pass, and evaluates
 the critic on every information state.  The input of these passes, the
 information-state tensor ``X [I, T]``, is the same for every configuration;
 only the weights differ.  How the passes are computed is a **variant**
-(``Spec.variant``; :data:`VARIANTS`, default :data:`DEFAULT`).  Every variant
+(``Spec.variant``; :data:`VARIANTS`; the default, ``auto``, is the fastest
+measured on the backend, :data:`AUTO`: ``map_used`` on a CPU, and ``vmap``,
+the program as it was before the variants, elsewhere).  Every variant
 computes the same function of the same weights, in float32: they differ by
 float rounding only (the order of a product's sums), and each repeats bit for
 bit on the same machine.
@@ -27,7 +29,6 @@ bit on the same machine.
   product ``X^T [I, N*H]``); later layers are products batched over the
   configurations, the rest of the cycle under ``vmap``.
 * ``joined_used``: ``joined`` on the non-zero columns only.
-
 * ``map``: the passes taken out of the ``vmap`` and computed one
   configuration at a time (``lax.map``), so that a configuration's hidden
   layer (``I x H``, 1 MiB for Goofspiel) stays in the CPU's cache, where the
@@ -66,22 +67,38 @@ VARIANTS = {
            "(lax.map), the pullback recomputing its configuration's forward pass",
     "map_used": "map, on the information-state tensor's non-zero columns only",
 }
-DEFAULT = "map_used"
+# the default: the fastest variant measured on the backend the program is compiled for
+DEFAULT = "auto"
+AUTO = {"cpu": "map_used"}
+AUTO_ELSEWHERE = "vmap"  # as measured on a GPU before the variants existed
+
+
+def resolve(variant: str) -> str:
+    """The variant a program runs: ``auto`` is :data:`AUTO`'s for the default backend
+    (decided when the program is traced, as :func:`neurd.neural.sampler.visit_counts`)."""
+    if variant != DEFAULT:
+        return variant
+    return AUTO.get(jax.default_backend(), AUTO_ELSEWHERE)
+
+
+def is_vmapped(variant: str) -> bool:
+    """Whether the variant runs each configuration's whole cycle under one ``vmap``."""
+    return resolve(variant).startswith("vmap")
 
 
 def is_joined(variant: str) -> bool:
     """Whether the variant's passes are one product for all configurations."""
-    return variant.startswith("joined")
+    return resolve(variant).startswith("joined")
 
 
 def is_mapped(variant: str) -> bool:
     """Whether the variant's passes loop over the configurations."""
-    return variant.startswith("map")
+    return resolve(variant).startswith("map")
 
 
 def uses_columns(variant: str) -> bool:
     """Whether the variant's passes use the tensor's non-zero columns only."""
-    return variant.endswith("_used")
+    return resolve(variant).endswith("_used")
 
 
 # the mapped variants' step: as many configurations as keep their hidden layers within this
@@ -95,7 +112,7 @@ def map_batch(num_infostates: int, width: int) -> int:
 
 
 def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
+    if variant != DEFAULT and variant not in VARIANTS:
         raise ValueError(f"unknown cycle variant {variant!r}: one of {sorted(VARIANTS)}")
     return variant
 

@@ -375,7 +375,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
 
     def body(i, state):
         cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
-        if spec.variant.startswith("vmap"):
+        if passes.is_vmapped(spec.variant):
             return jax.vmap(partial(cycle, spec, game), in_axes=(0, 0, 0, None, 0))(
                 state, cycle_keys, eta, sign, is_neurd)
         return cycle_all(spec, game, state, cycle_keys, eta, sign, is_neurd)
