@@ -46,7 +46,7 @@ import optax
 from neurd import streams
 from neurd.games import CompiledGame
 from neurd.names import LEARNERS, NEURD, SPG
-from neurd.neural import losses, sampler
+from neurd.neural import losses, passes, sampler
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
@@ -78,6 +78,12 @@ class Spec:
     neurd_logits: str = "raw"  # NeuRD's y: "raw" or "centred" (neurd.neural.losses)
     loss_normalisation: str = "player_mean"  # or "batch_sum", "trajectory_mean"
     networks: str = "shared"  # or "per_player" (neurd.neural.networks)
+    # how a cycle's arithmetic is laid out (neurd.neural.passes.VARIANTS): no number's
+    # meaning changes, only float rounding
+    variant: str = passes.DEFAULT
+
+    def __post_init__(self):
+        passes.check_variant(self.variant)
 
 
 @jax.tree_util.register_dataclass
@@ -90,6 +96,8 @@ class NeuralGame:
     infostate_player: jax.Array  # int32 [I]
     depth_index: sampler.DepthIndex | None  # for the visit counts on an accelerator
     num_actions: int = field(metadata=dict(static=True))
+    # the tensor's columns non-zero somewhere, as runs (passes.used_columns)
+    used_columns: tuple = field(default=(), metadata=dict(static=True))
 
 
 def neural_game(game: CompiledGame) -> NeuralGame:
@@ -102,6 +110,7 @@ def neural_game(game: CompiledGame) -> NeuralGame:
         infostate_player=jnp.asarray(game.infostate_player, dtype=jnp.int32),
         depth_index=sampler.depth_index(game),
         num_actions=game.num_actions,
+        used_columns=passes.used_columns(game.infostate_tensor),
     )
 
 
@@ -161,22 +170,15 @@ def taken_values(values: jax.Array, action: jax.Array) -> jax.Array:
     return jnp.sum(values * jax.nn.one_hot(action, values.shape[-1], dtype=values.dtype), -1)
 
 
-def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
-          is_neurd) -> RunState:
-    """``critic_updates`` critic steps, then one policy step (see the module docstring).
-
-    ``is_neurd``: the configuration's algorithm (NeuRD if true, else SPG); both
-    losses are formed and one is kept, so every algorithm runs in one ``vmap``.
-    """
-    policy_net, critic_net = _networks(spec, game)
-    policy_opt, critic_opt = _optimizers(spec)
-    tree, tensors, players = game.tree, game.tensors, game.infostate_player
+def critic_steps(spec: Spec, game: NeuralGame, state: RunState, table: jax.Array,
+                 key: jax.Array, eta, sign):
+    """One configuration's step 1 (``critic_updates`` critic steps on batches sampled from
+    ``table``) and the policy batch's weights of step 2: ``(critic, critic optimiser state,
+    summed critic loss, [I] state weights)``."""
+    _, critic_net = _networks(spec, game)
+    _, critic_opt = _optimizers(spec)
+    tree, tensors = game.tree, game.tensors
     keys = jax.random.split(key, spec.critic_updates + 1)
-    # the policy network's one pass of the cycle: its outputs give the table every batch
-    # samples from, and its pullback the policy's gradient in step 2
-    logits, pullback = jax.vjp(
-        lambda params: policy_net.apply({"params": params}, tensors, players), state.policy)
-    table = masked_policy(logits, tree.legal)
     # every batch of the cycle samples the same policy table: one pass of the sampler
     sizes = (spec.critic_batch,) * spec.critic_updates + (spec.policy_batch,)
     batches = sampler.sample_batches(tree, table, list(keys), sizes, eta, sign)
@@ -197,19 +199,32 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
         critic = optax.apply_updates(critic, updates)
         critic_loss = critic_loss + value
 
-    # 2. policy improvement at every visited information state, weighted by its visits
     weights = losses.state_weights(sampler.visit_counts(batches[-1], tree.num_infostates,
                                                         game.depth_index),
-                                   players, spec.loss_normalisation, spec.policy_batch)
+                                   game.infostate_player, spec.loss_normalisation,
+                                   spec.policy_batch)
+    return critic, critic_state, critic_loss, weights
+
+
+def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.Array | None,
+             eta, sign) -> jax.Array:
+    """``[I, A]``: step 2's ``q``, from the critic's values on every information state (or,
+    with the exact critic, from the policy table alone: ``critic_values`` unused)."""
+    tree = game.tree
     if spec.critic == "exact":
-        q = action_values(tree, table, eta, sign)[0]
-    else:
-        q = critic_net.apply({"params": critic}, tensors, players) + own_terms(
-            table, tree.num_legal, tree.legal, eta)
+        return action_values(tree, table, eta, sign)[0]
+    return critic_values + own_terms(table, tree.num_legal, tree.legal, eta)
+
+
+def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array,
+                   weights: jax.Array, is_neurd):
+    """``(d loss / d logits [I, A], share blocked)``: step 2's loss of the configuration's
+    algorithm, differentiated in the logits."""
+    legal = game.tree.legal
 
     def policy_loss(logits):
         centre = spec.neurd_logits == "centred"
-        found = [losses.POLICY_LOSSES[a](logits, q, tree.legal, weights, spec.beta, centre)
+        found = [losses.POLICY_LOSSES[a](logits, q, legal, weights, spec.beta, centre)
                  for a in spec.algorithms]
         if len(found) == 1:
             return found[0]
@@ -217,13 +232,107 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
         return (jnp.where(is_neurd, mine[NEURD][0], mine[SPG][0]),
                 jnp.where(is_neurd, mine[NEURD][1], mine[SPG][1]))
 
-    # the chain rule by hand: the loss's gradient in the logits, pulled back to the weights
     (_, blocked), by_logits = jax.value_and_grad(policy_loss, has_aux=True)(logits)
-    (grads,) = pullback(by_logits)
+    return by_logits, blocked
+
+
+def policy_step(spec: Spec, state: RunState, grads: dict):
+    """``(new policy weights, optimiser state)``: the optimiser's step on ``grads``."""
+    policy_opt, _ = _optimizers(spec)
     updates, policy_state = policy_opt.update(grads, state.policy_opt, state.policy)
-    policy = optax.apply_updates(state.policy, updates)
+    return optax.apply_updates(state.policy, updates), policy_state
+
+
+def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
+          is_neurd) -> RunState:
+    """``critic_updates`` critic steps, then one policy step (see the module docstring):
+    one configuration (the ``vmap`` variant runs it under ``vmap``).
+
+    ``is_neurd``: the configuration's algorithm (NeuRD if true, else SPG); both
+    losses are formed and one is kept, so every algorithm runs in one ``vmap``.
+    """
+    # the policy network's one pass of the cycle: its outputs give the table every batch
+    # samples from, and its pullback the policy's gradient in step 2
+    logits, pullback = jax.vjp(partial(one_state_pass, spec, game), state.policy)
+    table = masked_policy(logits, game.tree.legal)
+    critic, critic_state, critic_loss, weights = critic_steps(spec, game, state, table, key,
+                                                              eta, sign)
+    # 2. policy improvement at every visited information state, weighted by its visits
+    values = None if spec.critic == "exact" else one_state_pass(spec, game, critic)
+    q = policy_q(spec, game, table, values, eta, sign)
+    # the chain rule by hand: the loss's gradient in the logits, pulled back to the weights
+    by_logits, blocked = logit_gradient(spec, game, logits, q, weights, is_neurd)
+    (grads,) = pullback(by_logits)
+    policy, policy_state = policy_step(spec, state, grads)
     # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
     # last cycle of a segment, run_segment's) makes the new one
+    return RunState(policy=policy, critic=critic, policy_opt=policy_state,
+                    critic_opt=critic_state, table=table, blocked=state.blocked + blocked,
+                    critic_loss=critic_loss, updates=state.updates + 1)
+
+
+def one_state_pass(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
+    """``[I, A]``: one configuration's network (policy or critic: the same shape) on every
+    information state, as ``spec.variant`` computes it (:mod:`neurd.neural.passes`)."""
+    if not passes.uses_columns(spec.variant):
+        net, _ = _networks(spec, game)
+        return net.apply({"params": params}, game.tensors, game.infostate_player)
+    return passes.apply_one(spec.networks, params, game.tensors, game.infostate_player,
+                            spec.precision, _runs(spec, game))
+
+
+def _map_batch(spec: Spec, game: NeuralGame) -> int:
+    return passes.map_batch(game.tree.num_infostates, max(spec.hidden, default=1))
+
+
+def _runs(spec: Spec, game: NeuralGame):
+    return game.used_columns if passes.uses_columns(spec.variant) else None
+
+
+def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
+    """``[N, I, A]``: :func:`one_state_pass` of each of ``N`` configurations (``params``
+    batched), the joined variants' first layer one product for all of them."""
+    if passes.is_mapped(spec.variant):
+        return jax.lax.map(partial(one_state_pass, spec, game), params,
+                           batch_size=_map_batch(spec, game))
+    if not passes.is_joined(spec.variant):
+        return jax.vmap(partial(one_state_pass, spec, game))(params)
+    return passes.apply_all(spec.networks, params, game.tensors, game.infostate_player,
+                            spec.precision, _runs(spec, game))
+
+
+def policy_pass(spec: Spec, game: NeuralGame, policy: dict):
+    """``(logits [N, I, A], pullback)``: the policy of ``N`` configurations on every
+    information state, and the function taking a gradient in the logits to one in the
+    weights (the mapped variants': a configuration at a time, its forward pass again)."""
+    if passes.is_mapped(spec.variant):
+        one = partial(one_state_pass, spec, game)
+
+        def pullback(by_logits):
+            return jax.lax.map(lambda pair: jax.vjp(one, pair[0])[1](pair[1])[0],
+                               (policy, by_logits), batch_size=_map_batch(spec, game))
+
+        return every_state(spec, game, policy), pullback
+    logits, pullback = jax.vjp(partial(every_state, spec, game), policy)
+    return logits, lambda by_logits: pullback(by_logits)[0]
+
+
+def cycle_all(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
+              is_neurd) -> RunState:
+    """:func:`cycle` of ``N`` configurations at once (``state``, ``key``, ``eta``,
+    ``is_neurd`` batched): the passes over every information state for all of them at
+    once (:func:`every_state`), the rest of the cycle under ``vmap``."""
+    logits, pullback = policy_pass(spec, game, state.policy)
+    table = masked_policy(logits, game.tree.legal)
+    steps = jax.vmap(partial(critic_steps, spec, game), in_axes=(0, 0, 0, 0, None))
+    critic, critic_state, critic_loss, weights = steps(state, table, key, eta, sign)
+    values = None if spec.critic == "exact" else every_state(spec, game, critic)
+    q = jax.vmap(partial(policy_q, spec, game), in_axes=(0, None if values is None else 0,
+                                                         0, None))(table, values, eta, sign)
+    by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
+                                                                       is_neurd)
+    grads = pullback(by_logits)
+    policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
     return RunState(policy=policy, critic=critic, policy_opt=policy_state,
                     critic_opt=critic_state, table=table, blocked=state.blocked + blocked,
                     critic_loss=critic_loss, updates=state.updates + 1)
@@ -264,27 +373,24 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     eta = jnp.concatenate([etas[a] for a in algorithms])
     is_neurd = jnp.concatenate([jnp.full((n,), a == NEURD) for a, n in zip(algorithms, sizes)])
 
-    def one(state, key, eta, neurd, c):
-        return cycle(spec, game, state, jax.random.fold_in(key, c), eta, sign, neurd)
-
     def body(i, state):
-        return jax.vmap(one, in_axes=(0, 0, 0, 0, None))(state, key, eta, is_neurd,
-                                                          first_cycle + i)
+        cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
+        if passes.is_vmapped(spec.variant):
+            return jax.vmap(partial(cycle, spec, game), in_axes=(0, 0, 0, None, 0))(
+                state, cycle_keys, eta, sign, is_neurd)
+        return cycle_all(spec, game, state, cycle_keys, eta, sign, is_neurd)
 
     state = jax.lax.fori_loop(0, num_cycles, body, state)
     # each cycle computes the table it samples from; the last weights' table is made here
-    state = replace(state, table=jax.vmap(partial(policy_table, spec, game))(
-        state.policy))
+    state = replace(state, table=masked_policy(every_state(spec, game, state.policy),
+                                               game.tree.legal))
     return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
 
 @partial(jax.jit, static_argnames=("spec",))
 def critic_tables(spec: Spec, game: NeuralGame, states: dict) -> dict:
     """``{algorithm: [N, I, A]}``: every configuration's critic on every information state."""
-    _, critic_net = _networks(spec, game)
-    return {a: jax.vmap(lambda c: critic_net.apply({"params": c}, game.tensors,
-                                                   game.infostate_player))(s.critic)
-            for a, s in states.items()}
+    return {a: every_state(spec, game, s.critic) for a, s in states.items()}
 
 
 def game_stream_index(game: str) -> int:

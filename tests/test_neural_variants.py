@@ -1,0 +1,92 @@
+"""The cycle variants (``Spec.variant``, :mod:`neurd.neural.passes`): every variant gives the
+numbers of the first-written cycle up to float rounding after 10 cycles on every game, and
+each repeats bit for bit when compiled again."""
+
+import jax
+import numpy as np
+import pytest
+
+from neurd import games
+from neurd.names import GAMES
+from neurd.neural import passes, train
+
+CYCLES = 10
+# quantities that sum a cycle's metric over the segment: compared relative to their size
+SUMMED = ("blocked", "critic_loss", "updates")
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return {name: games.compile_game(game.string) for name, game in GAMES.items()}
+
+
+def _run(spec, game, name, seeds=(0, 1), entropies=(0.0, 0.1, 1.0)):
+    states, keys, etas = train.batch_inputs(spec, game, 0, name, seeds, entropies)
+    out = train.run_segment(spec, game, states, keys, etas, 0, CYCLES, np.float32(1.0))
+    critics = train.critic_tables(spec, game, out)
+    return jax.tree_util.tree_map(np.asarray, (out, critics))
+
+
+def _compare(reference, other, label):
+    (ref_states, ref_critics), (states, critics) = reference, other
+    for algorithm, state in states.items():
+        for name in ("policy", "critic", "policy_opt", "critic_opt", "table"):
+            for a, b in zip(jax.tree_util.tree_leaves(getattr(ref_states[algorithm], name)),
+                            jax.tree_util.tree_leaves(getattr(state, name))):
+                np.testing.assert_allclose(b, a, rtol=0, atol=1e-5, err_msg=f"{label} {name}")
+        for name in SUMMED:
+            np.testing.assert_allclose(getattr(state, name), getattr(ref_states[algorithm], name),
+                                       rtol=1e-5, atol=1e-6, err_msg=f"{label} {name}")
+        np.testing.assert_allclose(critics[algorithm], ref_critics[algorithm], rtol=0,
+                                   atol=1e-5, err_msg=f"{label} critic tables")
+
+
+def _bitwise(first, second):
+    return all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(first),
+                                                     jax.tree_util.tree_leaves(second)))
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name):
+    game = train.neural_game(compiled[name])
+    reference = _run(train.Spec(variant="vmap"), game, name)
+    for variant in passes.VARIANTS:
+        spec = train.Spec(variant=variant)
+        first = _run(spec, game, name)
+        _compare(reference, first, f"{name} {variant}")
+        jax.clear_caches()  # compiled again: the same numbers, bit for bit
+        assert _bitwise(first, _run(spec, game, name)), f"{name} {variant} does not repeat"
+        if variant == "vmap":
+            assert _bitwise(first, reference)
+
+
+@pytest.mark.parametrize("setting", [dict(networks="per_player"), dict(hidden=(16, 8)),
+                                     dict(critic="exact")])
+def test_variants_agree_for_other_networks_and_the_exact_critic(compiled, setting):
+    game = train.neural_game(compiled["kuhn"])
+    reference = _run(train.Spec(variant="vmap", **setting), game, "kuhn")
+    for variant in passes.VARIANTS:
+        _compare(reference, _run(train.Spec(variant=variant, **setting), game, "kuhn"),
+                 f"kuhn {setting} {variant}")
+
+
+def test_the_default_is_a_variant_and_an_unknown_one_is_refused():
+    assert train.Spec().variant == passes.DEFAULT == "auto"
+    assert set(passes.AUTO.values()) | {passes.AUTO_ELSEWHERE} <= set(passes.VARIANTS)
+    assert passes.resolve("auto") == passes.AUTO.get(jax.default_backend(),
+                                                     passes.AUTO_ELSEWHERE)
+    assert passes.resolve("joined") == "joined"
+    with pytest.raises(ValueError, match="unknown cycle variant 'fast'"):
+        train.Spec(variant="fast")
+
+
+def test_used_columns_are_the_non_zero_columns_as_runs(compiled):
+    tensor = np.zeros((3, 9), np.float32)
+    tensor[0, [1, 2, 5]] = 1.0
+    tensor[2, 8] = 1.0
+    assert passes.used_columns(tensor) == ((1, 3), (5, 6), (8, 9))
+    for game in compiled.values():
+        runs = passes.used_columns(game.infostate_tensor)
+        used = np.concatenate([np.arange(a, b) for a, b in runs])
+        np.testing.assert_array_equal(
+            used, np.flatnonzero(np.any(game.infostate_tensor != 0, axis=0)))
