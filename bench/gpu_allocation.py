@@ -189,21 +189,79 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
         merged[where] = work / f"{where}.npz"
         np.savez(merged[where], **arrays)
 
-    class Collect(gpu_check.Check):
-        def __init__(self):  # records into the report instead of a folder of its own
-            pass
+    checks = Checks()
+    gpu_check.compare_cycles(checks, merged["cpu"], [merged["a"], merged["b"]], games_dir)
+    report.data["check"] += checks.rows
+    for row in checks.rows:
+        report.say(f"[{'ok' if row['ok'] else 'FAIL'}] {row['check']}")
+    report.step("check", ok=checks.ok())
+    return checks.ok()
 
-        def check(self, name, ok, measured):
-            report.data["check"].append({"check": name, "ok": bool(ok), "measured": measured})
-            report.say(f"[{'ok' if ok else 'FAIL'}] {name}")
 
-        def save(self):
-            report.save()
+class Checks:
+    """What :func:`gpu_check.compare_cycles` finds, as rows (its ``check(name, ok,
+    measured)``)."""
 
-    gpu_check.compare_cycles(Collect(), merged["cpu"], [merged["a"], merged["b"]], games_dir)
-    ok = bool(report.data["check"]) and all(c["ok"] for c in report.data["check"])
-    report.step("check", ok=ok)
-    return ok
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def check(self, name: str, ok: bool, measured) -> None:
+        self.rows.append({"check": name, "ok": bool(ok), "measured": measured})
+
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r["ok"] for r in self.rows)
+
+
+def check_variants(report: Report, games: list[str], platform: str, cache: Path,
+                   seconds: float) -> str:
+    """The cycle variant the allocation runs: each candidate (:func:`neurd.neural.variants.
+    candidates`) checked on every game as the device was (its learned critic's cycles twice
+    on the device, against the device check's CPU run) and timed at N = 480; the one with the
+    least summed ms per cycle among those that passed for every game (the default where none
+    did better, or no time was left)."""
+    from neurd.neural import variants
+
+    work = report.work / "variants"
+    work.mkdir(parents=True, exist_ok=True)
+    candidates = variants.candidates(gpu=platform != "cpu")
+    jobs, what = [], []
+    for variant in candidates:
+        env = _env(platform, SRC, cache)
+        env["XLA_FLAGS"] = variants.xla_flags(variant, env["XLA_FLAGS"])
+        jobs.append(([sys.executable, str(Path(__file__).resolve()), "worker", "--games",
+                      str(report.games_dir), "--out", str(work / f"time_{variant.name}.json"),
+                      "--variant", variant.name, "--cells",
+                      *[f"{g}:learned:{max(SIZES)}" for g in games]], env))
+        what.append(None)
+        for game in games:
+            for where in ("a", "b"):
+                jobs.append(([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "cycles",
+                              "--games", str(report.games_dir), "--game", game, "--critic",
+                              "learned", "--variant", variant.name, "--out",
+                              str(work / f"{variant.name}_{where}_{game}.npz")], env))
+                what.append((variant.name, game, where))
+    done = _run_all(jobs, seconds)
+    passed, ms = {}, {}
+    for variant in candidates:
+        name = variant.name
+        runs = {(w[1], w[2]): d for w, d in zip(what, done) if w and w[0] == name}
+        ok = all(d is not None and d.returncode == 0 for d in runs.values())
+        for game in games if ok else []:
+            checks = Checks()
+            gpu_check.compare_cycles(
+                checks, report.work / "check" / f"cpu_{game}_learned.npz",
+                [work / f"{name}_{w}_{game}.npz" for w in ("a", "b")], report.games_dir)
+            ok = ok and checks.ok()
+        timed = work / f"time_{name}.json"
+        rows = json.loads(timed.read_text()) if timed.is_file() else []
+        passed[name] = ok and len(rows) == len(games) and all(r["finite"] for r in rows)
+        ms[name] = sum(r["ms_per_cycle"] for r in rows) if passed[name] else None
+    chosen = variants.choose(passed, ms)
+    report.data["variants"] = {"chosen": chosen, "checked": [
+        {"variant": v.name, "passed": passed[v.name], "summed_ms_per_cycle": ms[v.name]}
+        for v in candidates]}
+    report.step("variants", chosen=chosen, passed=sum(passed.values()), of=len(candidates))
+    return chosen
 
 
 # --- 2. the measurement ---------------------------------------------------------------------
@@ -234,12 +292,17 @@ def worker(args) -> int:
         fields = {f.name for f in __import__("dataclasses").fields(train.Spec)}
         extra = {"precision": "float32"} if "precision" in fields else {}
         spec = train.Spec(critic=critic, **extra)
+        if args.variant != "default":  # this tree's own variants (a baseline tree has none)
+            from neurd.neural import variants
+
+            spec = variants.apply(spec, variants.parse(args.variant))
         start = time.perf_counter()
         states, keys, etas = gpu_check._setup(int(n) // 12, name, spec, game, train)
         states = jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, 2,
                                                          np.float32(1.0)))
         row = {"game": name, "critic": critic, "configurations": int(n),
-               "parallel": args.parallel, "first_segment_seconds": round(
+               "parallel": args.parallel, "variant": args.variant,
+               "first_segment_seconds": round(
                    time.perf_counter() - start, 2)}
         if not args.compile_only:
             if args.sync:
@@ -277,6 +340,23 @@ def worker(args) -> int:
                 jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 500,
                                                         20, np.float32(1.0)))
     return 0
+
+
+def given_variant(rows: list[dict]) -> str:
+    """The cycle variant of throughput rows given by earlier allocations (the default for rows
+    older than variants); of several, the one with the least summed ms per cycle of one job
+    at the largest N."""
+    ours = [r for r in rows if r.get("code") == "this"]
+    found = {str(r.get("variant", "default")) for r in ours}
+    if len(found) <= 1:
+        return found.pop() if found else "default"
+
+    def summed(name):
+        top = [r for r in ours if str(r.get("variant", "default")) == name
+               and int(r["parallel"]) == 1 and int(r["configurations"]) == max(SIZES)]
+        return (-len(top), sum(float(r["ms_per_cycle"]) for r in top))
+
+    return min(sorted(found), key=summed)
 
 
 def _timed_by_all(rows: list[dict], parallel: int) -> list[dict]:
@@ -335,12 +415,25 @@ def _workers(report: Report, what: str, cells: list[str], env: dict, parallel: i
     return _timed_by_all(rows, parallel)
 
 
+def _variant_env(platform: str, src: Path, cache: Path | None, variant: str,
+                 fraction=None) -> dict:
+    """:func:`_env` with the cycle variant's XLA flags (none for another tree)."""
+    env = _env(platform, src, cache, fraction)
+    if src == SRC and variant != "default":
+        from neurd.neural import variants
+
+        env["XLA_FLAGS"] = variants.xla_flags(variants.parse(variant), env["XLA_FLAGS"])
+    return env
+
+
 def measure(report: Report, cells: list[str], seconds: float, cache: Path, platform: str,
-            baseline: Path | None) -> list[dict]:
+            baseline: Path | None, variant: str = "default") -> list[dict]:
     """The throughput table (see the module docstring), within ``seconds``: what matters most
     first (:func:`measurement_order`), so that a budget too short for all of it still prices
-    every block; each round keeps the cells it timed before the budget ran out."""
+    every block; each round keeps the cells it timed before the budget ran out.  This tree's
+    cycle runs as ``variant``."""
     deadline = time.monotonic() + seconds
+    mine = ["--variant", variant]
     trees = [("this", SRC, report.games_dir)]
     if baseline:
         # the baseline's own games: a tree reads the compiled-game format of its day
@@ -361,8 +454,9 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
             out.parent.mkdir(parents=True, exist_ok=True)
             compiling.append((code, out, [sys.executable, str(Path(__file__).resolve()),
                                           "worker", "--games", str(games), "--out",
-                                          str(out), "--compile-only", "--cells", cell],
-                              _env(platform, src, cache)))
+                                          str(out), "--compile-only", "--cells", cell]
+                              + (mine if code == "this" else []),
+                              _variant_env(platform, src, cache, variant)))
     done = _run_all([(c, e) for _, _, c, e in compiling],
                     max(deadline - time.monotonic() - 60, 1.0))
     startups = {}
@@ -381,11 +475,13 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
         if left < 20:
             report.step(f"measure {what}", skipped=f"{left:.0f} s left")
             continue
-        extra = ["--evaluation"] if (code, parallel) == ("this", 1) else []
+        extra = (["--evaluation"] if (code, parallel) == ("this", 1) else []) + (
+            mine if code == "this" else [])
         if (code, parallel) == ("this", 1) and report.profile:
             extra += ["--profile", str(report.work / "profile")]
         got = _workers(report, what, cells if tier is None else tiers[tier],
-                       _env(platform, src, cache), parallel, extra, left, games)
+                       _variant_env(platform, src, cache, variant), parallel, extra, left,
+                       games)
         for row in got:
             row["code"] = code
             row["startup_seconds"] = startups.get(
@@ -463,7 +559,8 @@ def repository_bytes(results: Path, cfg: dict):
 
 
 def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, platform: str,
-             cache: Path, hard_deadline: float, publication: Path) -> tuple[list, list]:
+             cache: Path, hard_deadline: float, publication: Path, variant: str = "default"
+             ) -> tuple[list, list]:
     """The plan's blocks, ``step.parallel`` at a time (one queue per slot), a block in progress
     resumed from the publication's state; ``(finished, stopped)``: the folders of the blocks
     that finished, and of the states of those stopped at the end of their slot (blocks in
@@ -500,7 +597,7 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
                        "--compiled", str(results / f"neural/{block.game}/game.npz"),
                        "--curves", str(folder / "curves.parquet"),
                        "--policies", str(folder / "policies.parquet"),
-                       "--checkpoint", str(state)]
+                       "--checkpoint", str(state), "--variant", variant]
             if len(critics(cfg, block.game)) == 1:  # else a seed needs every critic at once
                 budget = hard_deadline - time.monotonic() - SAVE_SECONDS
                 command += ["--stop-after-minutes", f"{max(budget, 1.0) / 60:.4f}"]
@@ -508,7 +605,8 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, pl
                        f"{block.predicted_seconds / 60:.1f} min, {left / 60:.1f} min left)")
             start = time.monotonic()
             with open(folder / "run.log", "w") as log:
-                process = subprocess.Popen(command, env=_env(platform, SRC, cache, fraction),
+                process = subprocess.Popen(command, env=_variant_env(platform, SRC, cache,
+                                                                     variant, fraction),
                                            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
                 try:
                     process.wait(timeout=max(hard_deadline - time.monotonic(), 1.0))
@@ -610,6 +708,7 @@ def main(argv=None) -> int:
     w.add_argument("--compile-only", action="store_true")
     w.add_argument("--evaluation", action="store_true")
     w.add_argument("--profile", default=None)
+    w.add_argument("--variant", default="default", help="the cycle variant timed")
     parser.add_argument("--results", default="results/paper",
                         help="the scale's results folder: config/neural.json and "
                              "neural/<game>/game.npz (make gpu-allocation-inputs)")
@@ -629,6 +728,8 @@ def main(argv=None) -> int:
                              "its rows of this device's kind are used")
     parser.add_argument("--baseline", default=None, help="an older src tree timed beside")
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--no-variants", action="store_true",
+                        help="measure and run the default cycle variant only")
     parser.add_argument("--reserve-minutes", type=float, default=0.5,
                         help="kept at the end for packing")
     parser.add_argument("--max-parallel", type=int, default=3)
@@ -697,13 +798,19 @@ def main(argv=None) -> int:
         rows += [dict(r, source=Path(path).name) for r in given.get("throughput", [])
                  if kind and r.get("device") == kind and r.get("code") == "this"
                  and r.get("revision_code") == report.data["code_revision"]]
+    variant = given_variant(rows)
+    rows = [r for r in rows if str(r.get("variant", "default")) == variant]
     if args.measure == "always" or (args.measure == "auto" and not rows):
         cells = [f"{g}:{c}:{n}" for g in cfg["games"]
                  for c in (("learned", "exact") if g in cfg["exact_critic_games"]
                            else ("learned",)) for n in SIZES]
         budget = min(60 * args.measure_minutes, report.left() - 120)
-        measured = measure(report, cells, budget, cache, args.platform,
-                           Path(args.baseline) if args.baseline else None)
+        start = time.monotonic()
+        variant = "default" if args.no_variants else check_variants(
+            report, list(cfg["games"]), args.platform, cache, budget / 3)
+        measured = measure(report, cells, budget - (time.monotonic() - start), cache,
+                           args.platform, Path(args.baseline) if args.baseline else None,
+                           variant)
         for row in measured:
             row["device"], row["revision_code"] = kind, report.data["code_revision"]
         rows = measured
@@ -730,8 +837,9 @@ def main(argv=None) -> int:
     report.step("plan", blocks=[f"{b.game}/{b.name}@{b.slot}" for b in step.blocks],
                 parallel=step.parallel, notes=step.notes)
     hard = time.monotonic() + jobs_seconds
+    report.data["variant"] = variant
     finished, stopped = run_jobs(report, cfg, step, results, args.platform, cache, hard,
-                                 publication)
+                                 publication, variant)
     report.step("pack", blocks=len(finished), in_progress=len(stopped))
     pack_blocks(report, cfg, results, finished, stopped)
     report.step("done", blocks=[str(f.relative_to(results / "allocation")) for f in finished],

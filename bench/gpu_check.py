@@ -88,6 +88,10 @@ def worker_cycles(args) -> None:
             if args.critic and critic != args.critic:
                 continue
             spec = train.Spec(critic=critic, precision=args.precision)
+            if args.variant != "default":
+                from neurd.neural import variants
+
+                spec = variants.apply(spec, variants.parse(args.variant))
             states, keys, etas = _setup(2, name, spec, game, train)
             out = train.run_segment(spec, game, states, keys, etas, 0, args.cycles,
                                     np.float32(1.0))
@@ -364,6 +368,9 @@ def main(argv=None) -> int:
     p.add_argument("--game", nargs="+", default=list(GAMES))
     p.add_argument("--critic", default=None, choices=("learned", "exact"),
                    help="only this critic (default: each game's)")
+    p.add_argument("--variant", default="default",
+                   help="the cycle variant (neurd.neural.variants; its XLA flags come with the "
+                        "environment)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("throughput")
     p.add_argument("--games", required=True)

@@ -522,3 +522,40 @@ def test_the_docs_state_the_plan_for_the_rest():
             f"{len(free.plans)} allocations ({free.gpu_seconds / 60:.0f} GPU minutes, blocks "
             f"of {max(free.sizes.values())} seeds), adding {free.history_bytes / 2**20:.1f} "
             "MiB") in text
+
+
+@pytest.mark.workflow
+def test_an_allocation_runs_the_fastest_variant_that_passed_and_never_one_that_failed(
+        smoke_inputs, tmp_path, monkeypatch):
+    """The variants are checked as the device is (against the device check's CPU run) and
+    timed; one whose check did not finish is not chosen, even timed fastest of all."""
+    from neurd.neural import variants
+
+    bench = _bench()
+    root, _ = smoke_inputs
+    report = bench.Report(tmp_path / "out", 10)
+    report.work, report.games_dir = tmp_path / "work", root / "results/neural"
+    assert bench.check_device(report, root / "results/neural", "cpu", 300, ["kuhn"])
+    candidates = variants.candidates(gpu=False)
+    broken = candidates[-1].name
+    real = bench._run_all
+
+    def run_all(jobs, seconds, limit=12):
+        done = real(jobs, seconds, limit)
+        for k, (argv, _) in enumerate(jobs):
+            if broken in argv and "cycles" in argv:
+                done[k] = None  # its check did not finish
+            if broken in argv and "worker" in argv:  # and it timed fastest of all
+                out = Path(argv[argv.index("--out") + 1])
+                out.write_text(json.dumps([dict(r, ms_per_cycle=1e-6)
+                                           for r in json.loads(out.read_text())]))
+        return done
+
+    monkeypatch.setattr(bench, "_run_all", run_all)
+    chosen = bench.check_variants(report, ["kuhn"], "cpu", tmp_path / "cache", 600)
+    checked = {r["variant"]: r for r in report.data["variants"]["checked"]}
+    assert set(checked) == {v.name for v in candidates}
+    assert checked[broken]["passed"] is False and chosen != broken
+    assert checked[chosen]["passed"] is True
+    timed = [r for r in checked.values() if r["passed"]]
+    assert chosen == min(timed, key=lambda r: r["summed_ms_per_cycle"])["variant"]

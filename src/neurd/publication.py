@@ -478,6 +478,9 @@ def block_provenance(game: str, name: str, meta: Mapping) -> dict:
         "devices": sorted({f"{p.get('device')}" + (f" (driver {p['driver']})" if "driver" in p
                                                    else "") for p in pieces}),
         "revisions": sorted({str(p.get("revision")) for p in pieces}),
+        # the cycle variants the pieces ran (pieces recorded before variants have none)
+        **({"variants": sorted({str(p.get("variant", "default")) for p in pieces})}
+           if any("variant" in p for p in pieces) else {}),
         "compute_seconds": round(seconds, 3), "iterations": iterations, "pieces": pieces,
     }
 

@@ -706,7 +706,7 @@ def device_description() -> dict:
 
 def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_seconds=300.0,
         identity: dict | None = None, stop_after_seconds: float | None = None,
-        revision: str = "unknown") -> dict:
+        revision: str = "unknown", variant: str = "default") -> dict:
     """Run every configuration of ``plan``; return the result arrays.
 
     Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss``,
@@ -720,7 +720,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     float32 network tables renormalised), the checkpoints' ``iteration`` and
     ``phase`` ``[K]``, and ``pieces``: one record per process that worked on
     the job (device, jax version, revision, wall seconds, iterations,
-    configuration-iterations per second).
+    configuration-iterations per second, the cycle ``variant``).
 
     ``checkpoint_path``: a folder where the job state is saved every
     ``checkpoint_seconds`` of wall time (and resumed from if it exists and
@@ -759,7 +759,8 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     first_row, pieces = 0, []
     if restored is not None:
         states, first_row, results, pieces = restored
-    piece = {**device_description(), "revision": revision, "first_iteration": 0,
+    piece = {**device_description(), "revision": revision, "variant": variant,
+             "first_iteration": 0,
              "iterations": 0, "seconds": 0.0, "configuration_iterations_per_second": None}
     eta_all = _stack(etas, spec.algorithms).astype(np.float64)
     progress = Progress(f"neural {plan.game}: {configs} configurations", iterations[-1])

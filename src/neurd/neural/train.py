@@ -81,6 +81,9 @@ class Spec:
     # how a cycle's arithmetic is laid out (neurd.neural.passes.VARIANTS): no number's
     # meaning changes, only float rounding
     variant: str = passes.DEFAULT
+    # cycles per iteration of the compiled cycle loop (a variant, neurd.neural.variants:
+    # the same numbers up to float rounding)
+    unroll: int = 1
 
     def __post_init__(self):
         passes.check_variant(self.variant)
@@ -380,7 +383,17 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
                 state, cycle_keys, eta, sign, is_neurd)
         return cycle_all(spec, game, state, cycle_keys, eta, sign, is_neurd)
 
-    state = jax.lax.fori_loop(0, num_cycles, body, state)
+    if spec.unroll == 1:
+        state = jax.lax.fori_loop(0, num_cycles, body, state)
+    else:  # the loop's body holds spec.unroll cycles; the remainder, one at a time
+        def unrolled(j, state):
+            for u in range(spec.unroll):
+                state = body(j * spec.unroll + u, state)
+            return state
+
+        whole = num_cycles // spec.unroll
+        state = jax.lax.fori_loop(0, whole, unrolled, state)
+        state = jax.lax.fori_loop(whole * spec.unroll, num_cycles, body, state)
     # each cycle computes the table it samples from; the last weights' table is made here
     state = replace(state, table=masked_policy(every_state(spec, game, state.policy),
                                                game.tree.legal))

@@ -36,6 +36,7 @@ from neurd import games
 from neurd.config import ConfigError, require
 from neurd.limits import MB, check_games, mlp_parameters, within
 from neurd.names import GAMES
+from neurd.neural import variants
 from neurd.revision import git_revision
 from neurd.stage import Figure, Stage
 from neurd.stats import bootstrap_mean_ci
@@ -675,7 +676,13 @@ def _run_step(args, cfg) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_gpu_deterministic_ops=true".strip()
     from neurd.neural import experiment
 
+    try:
+        variant = variants.parse(args.variant)
+    except ValueError as error:
+        raise ConfigError(f"--variant: {error}") from None
+    os.environ["XLA_FLAGS"] = variants.xla_flags(variant, os.environ["XLA_FLAGS"])
     job, which = _job(args, cfg)
+    job = dataclasses.replace(job, spec=variants.apply(job.spec, variant))
     compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")
     if job.logged and args.logits is None:
         raise ConfigError("config neural.logits_log names runs of this job; "
@@ -689,6 +696,7 @@ def _run_step(args, cfg) -> None:
         results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
                                  checkpoint_seconds=60.0 * args.checkpoint_minutes,
                                  identity=identity, stop_after_seconds=budget,
+                                 variant=args.variant,
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
     except experiment.CheckpointPathError as error:
@@ -783,6 +791,10 @@ def register(stage: Stage, sub) -> None:
                    help="output: the centred logits of the runs config neural.logits_log "
                         "names, at every checkpoint (.parquet; no rows where the job has none "
                         "of them); needed when it has some")
+    p.add_argument("--variant", default="default",
+                   help="the learning cycle's variant (neurd.neural.variants: how its "
+                        "arithmetic is laid out and compiled; numbers move by float rounding "
+                        "only; recorded in every piece of compute; default: default)")
     p.add_argument("--checkpoint", default=None,
                    help="folder where the job state is saved and resumed from (files of at "
                         "most 16 MiB; removed at the end)")
