@@ -558,80 +558,86 @@ def repository_bytes(results: Path, cfg: dict):
                             state={g: s for g, (_, s) in sizes.items()})
 
 
-def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, platform: str,
-             cache: Path, hard_deadline: float, publication: Path, variant: str = "default"
-             ) -> tuple[list, list]:
-    """The plan's blocks, ``step.parallel`` at a time (one queue per slot), a block in progress
-    resumed from the publication's state; ``(finished, stopped)``: the folders of the blocks
-    that finished, and of the states of those stopped at the end of their slot (blocks in
-    progress for the next allocation)."""
-    from neurd.allocation import SAVE_SECONDS
+def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
+              hard_deadline: float, publication: Path, variant: str) -> dict:
+    """Run one planned block (a published block in progress resumed from its state); its
+    record for the report, with ``folder`` (its tables) and ``state`` (its saved state)."""
+    from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS
     from neurd.pipeline.neural import critics
     from neurd.resume_states import state_folder, to_checkpoint
 
     work = results / "allocation"
-    shutil.rmtree(work / "neural", ignore_errors=True)  # nothing of an earlier run is packed
+    left = hard_deadline - time.monotonic()
+    record = {"block": f"{block.game}/{block.name}", "slot": block.slot,
+              "predicted_seconds": block.predicted_seconds}
+    # a block that may stop (one critic) starts if a piece worth its start-up fits; one that
+    # must finish (a seed is published with every critic at once), if all of it does
+    may_stop = len(critics(cfg, block.game)) == 1
+    needs = (block.predicted_seconds if not may_stop else
+             min(block.predicted_seconds, MIN_PIECE_SECONDS + SAVE_SECONDS + 60.0))
+    if needs > left:
+        record["status"] = f"not started: needs {needs:.0f} s, {left:.0f} s left"
+        return record
+    folder = work / f"neural/{block.game}/blocks/{block.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    state = work / state_folder(block.game, block.name)
+    if block.done_before > 0:  # the published block in progress, resumed
+        to_checkpoint(publication / state_folder(block.game, block.name), state)
+    command = [sys.executable, "-m", "neurd.cli", "neural-run",
+               "--config", str(results / "config/neural.json"), "--game", block.game,
+               "--critic", block.critic, "--seeds", f"{block.first}-{block.last}",
+               "--compiled", str(results / f"neural/{block.game}/game.npz"),
+               "--curves", str(folder / "curves.parquet"),
+               "--policies", str(folder / "policies.parquet"),
+               "--checkpoint", str(state), "--variant", variant]
+    if may_stop:
+        budget = hard_deadline - time.monotonic() - SAVE_SECONDS
+        command += ["--stop-after-minutes", f"{max(budget, 1.0) / 60:.4f}"]
+    report.say(f"{record['block']}: started on slot {block.slot} (predicted "
+               f"{block.predicted_seconds / 60:.1f} min, {left / 60:.1f} min left)")
+    start = time.monotonic()
+    with open(folder / "run.log", "w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=ROOT)
+        try:
+            process.wait(timeout=max(hard_deadline - time.monotonic(), 1.0))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    record.update(seconds=round(time.monotonic() - start, 1), returncode=process.returncode)
+    ok = process.returncode == 0 and (folder / "curves.parquet").is_file()
+    paused = process.returncode == EXIT_STOPPED and (state / "meta.json").is_file()
+    record["status"] = ("finished" if ok else "in progress (stopped at the end of its slot, "
+                        "state saved)" if paused else "lost (killed at the deadline or failed)")
+    if not ok:
+        record["log"] = (folder / "run.log").read_text()[-2000:]
+    if paused:
+        shutil.copyfile(folder / "run.log", state / "run.log")
+    return dict(record, folder=folder if ok else None, state=state if paused else None)
+
+
+def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, platform: str,
+             cache: Path, hard_deadline: float, publication: Path, variant: str = "default"
+             ) -> tuple[list, list]:
+    """The plan's blocks, ``step.parallel`` at a time (one queue per slot); ``(finished,
+    stopped)``: the folders of the blocks that finished, and of the states of those stopped
+    at the end of their slot (blocks in progress for the next allocation)."""
+    shutil.rmtree(results / "allocation/neural", ignore_errors=True)  # nothing earlier packed
     finished, stopped = [], []
-    fraction = 0.9 / step.parallel
+    env = _variant_env(platform, SRC, cache, variant, 0.9 / step.parallel)
 
     def slot_queue(slot: int) -> None:
         for block in [b for b in step.blocks if b.slot == slot]:
-            left = hard_deadline - time.monotonic()
-            record = {"block": f"{block.game}/{block.name}", "slot": slot,
-                      "predicted_seconds": block.predicted_seconds}
-            if block.predicted_seconds > left:
-                record["status"] = f"not started: predicted {block.predicted_seconds:.0f} s, " \
-                                   f"{left:.0f} s left"
-                with report.lock:
-                    report.data["jobs"].append(record)
-                report.say(f"{record['block']}: {record['status']}")
-                continue
-            folder = work / f"neural/{block.game}/blocks/{block.name}"
-            folder.mkdir(parents=True, exist_ok=True)
-            state = work / state_folder(block.game, block.name)
-            if block.done_before > 0:  # the published block in progress, resumed
-                to_checkpoint(publication / state_folder(block.game, block.name), state)
-            command = [sys.executable, "-m", "neurd.cli", "neural-run",
-                       "--config", str(results / "config/neural.json"), "--game", block.game,
-                       "--critic", block.critic, "--seeds", f"{block.first}-{block.last}",
-                       "--compiled", str(results / f"neural/{block.game}/game.npz"),
-                       "--curves", str(folder / "curves.parquet"),
-                       "--policies", str(folder / "policies.parquet"),
-                       "--checkpoint", str(state), "--variant", variant]
-            if len(critics(cfg, block.game)) == 1:  # else a seed needs every critic at once
-                budget = hard_deadline - time.monotonic() - SAVE_SECONDS
-                command += ["--stop-after-minutes", f"{max(budget, 1.0) / 60:.4f}"]
-            report.say(f"{record['block']}: started on slot {slot} (predicted "
-                       f"{block.predicted_seconds / 60:.1f} min, {left / 60:.1f} min left)")
-            start = time.monotonic()
-            with open(folder / "run.log", "w") as log:
-                process = subprocess.Popen(command, env=_variant_env(platform, SRC, cache,
-                                                                     variant, fraction),
-                                           stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-                try:
-                    process.wait(timeout=max(hard_deadline - time.monotonic(), 1.0))
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-            record["seconds"] = round(time.monotonic() - start, 1)
-            record["returncode"] = process.returncode
-            ok = process.returncode == 0 and (folder / "curves.parquet").is_file()
-            paused = process.returncode == EXIT_STOPPED and (state / "meta.json").is_file()
-            record["status"] = ("finished" if ok else "in progress (stopped at the end of its "
-                                "slot, state saved)" if paused
-                                else "lost (killed at the deadline or failed)")
-            if not ok:
-                record["log"] = (folder / "run.log").read_text()[-2000:]
-            if paused:
-                shutil.copyfile(folder / "run.log", state / "run.log")
+            record = run_block(report, cfg, block, results, env, hard_deadline, publication,
+                               variant)
+            folder, state = record.pop("folder", None), record.pop("state", None)
             with report.lock:
                 report.data["jobs"].append(record)
-                if ok:
-                    finished.append(folder)
-                if paused:
-                    stopped.append(state)
+                finished.extend([folder] if folder else [])
+                stopped.extend([state] if state else [])
             report.save()
-            report.say(f"{record['block']}: {record['status']} in {record['seconds']:.0f} s")
+            report.say(f"{record['block']}: {record['status']}"
+                       + (f" in {record['seconds']:.0f} s" if "seconds" in record else ""))
 
     threads = [threading.Thread(target=slot_queue, args=(k,)) for k in range(step.parallel)]
     for thread in threads:
@@ -692,7 +698,7 @@ def table(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode")
     t = sub.add_parser("table", help="an allocation report's throughput as Markdown")
@@ -735,14 +741,11 @@ def main(argv=None) -> int:
     parser.add_argument("--max-parallel", type=int, default=3)
     parser.add_argument("--platform", default="cuda",
                         help="the JAX platform of the jobs (cpu: a dry run on a CPU)")
-    args = parser.parse_args(argv)
-    if args.mode == "worker":
-        return worker(args)
-    from neurd import allocation
+    return parser
 
-    if args.mode == "table":
-        print(table(json.loads(Path(args.report).read_text())), end="")
-        return 0
+
+def _inputs(parser: argparse.ArgumentParser, args) -> tuple[Path, dict]:
+    """The results folder and its config snapshot, checked, before anything runs."""
     for key in ("minutes", "check_minutes", "measure_minutes", "reserve_minutes"):
         value = getattr(args, key)
         if not (value == value and 0 <= value < 1e4):
@@ -760,6 +763,14 @@ def main(argv=None) -> int:
     missing = [g for g in cfg["games"] if not (results / f"neural/{g}/game.npz").is_file()]
     if missing:
         parser.error(f"compiled games missing in {results}/neural: {missing}")
+    return results, cfg
+
+
+def _start(args, results: Path, cfg: dict) -> tuple[Report, str]:
+    """The report, its working folders and the device it describes; the device's kind."""
+    from neurd.revision import REVISION_FILE_VARIABLE, git_revision, source_hash
+    from neurd.tables import config_hash
+
     report = Report(Path(args.out), args.minutes)
     # only what comes back is written to --out (a few files); the rest works beside the jobs
     report.work = results / "allocation" / "work"
@@ -767,12 +778,9 @@ def main(argv=None) -> int:
     report.work.mkdir(parents=True)
     report.games_dir = results / "neural"
     report.profile = not args.no_profile
-    cache = results / "allocation" / "jax-cache"
-    cache.mkdir(parents=True, exist_ok=True)
+    report.cache = results / "allocation" / "jax-cache"
+    report.cache.mkdir(parents=True, exist_ok=True)
     info, smi = gpu_check.describe_device(_env(args.platform))
-    from neurd.revision import REVISION_FILE_VARIABLE, git_revision, source_hash
-    from neurd.tables import config_hash
-
     if (results / "revision.json").is_file():
         os.environ[REVISION_FILE_VARIABLE] = str((results / "revision.json").resolve())
     report.data.update({
@@ -782,16 +790,12 @@ def main(argv=None) -> int:
         # what a cycle runs: throughput measured under another code is measured again
         "code_revision": source_hash(SRC / "neurd" / "neural", SRC / "neurd" / "tabular")})
     report.step("start", device=info.stdout.strip() or info.stderr[-300:])
-    if args.platform != "cpu" and "gpu" not in info.stdout:
-        report.step("no GPU visible to JAX: nothing run")
-        return 1
+    return report, info.stdout
 
-    if not check_device(report, results / "neural", args.platform, 60 * args.check_minutes,
-                        list(cfg["games"])):
-        return 1
-    checked = report.elapsed()  # what the next allocations' check is expected to take
 
-    kind = info.stdout.split("|")[-1].strip()
+def _throughput(args, report: Report, cfg: dict, kind: str) -> tuple[list[dict], str]:
+    """The throughput rows the plan prices blocks with and the cycle variant the jobs run:
+    the given reports' of this card and code, else measured here (variants first)."""
     rows = []
     for path in args.throughput:
         given = json.loads(Path(path).read_text())
@@ -807,22 +811,26 @@ def main(argv=None) -> int:
         budget = min(60 * args.measure_minutes, report.left() - 120)
         start = time.monotonic()
         variant = "default" if args.no_variants else check_variants(
-            report, list(cfg["games"]), args.platform, cache, budget / 3)
-        measured = measure(report, cells, budget - (time.monotonic() - start), cache,
-                           args.platform, Path(args.baseline) if args.baseline else None,
-                           variant)
-        for row in measured:
+            report, list(cfg["games"]), args.platform, report.cache, budget / 3)
+        rows = measure(report, cells, budget - (time.monotonic() - start), report.cache,
+                       args.platform, Path(args.baseline) if args.baseline else None,
+                       variant)
+        for row in rows:
             row["device"], row["revision_code"] = kind, report.data["code_revision"]
-        rows = measured
         pack_profile(report)
-    report.data["throughput"] = rows
-    throughput = allocation.Throughput(rows)
+    report.data["throughput"], report.data["variant"] = rows, variant
+    return rows, variant
+
+
+def _plan(args, report: Report, cfg: dict, results: Path, rows: list[dict], checked: float):
+    """This allocation's plan and the schedule for the rest, into the report."""
+    from neurd import allocation
+
     publication = Path(args.publication)
     published = published_seeds(publication)
     in_progress, history_left = published_progress(publication, cfg)
-    jobs_seconds = report.left() - 60 * args.reserve_minutes
     best = allocation.schedule(
-        cfg, published, throughput, jobs_seconds,
+        cfg, published, allocation.Throughput(rows), report.left() - 60 * args.reserve_minutes,
         later_seconds=60 * (args.minutes - args.reserve_minutes) - checked - 30,
         in_progress=in_progress, bytes_=repository_bytes(results, cfg),
         history_left=history_left, max_parallel=args.max_parallel)
@@ -836,10 +844,31 @@ def main(argv=None) -> int:
                            "words": allocation.describe(cfg, published, best)}
     report.step("plan", blocks=[f"{b.game}/{b.name}@{b.slot}" for b in step.blocks],
                 parallel=step.parallel, notes=step.notes)
-    hard = time.monotonic() + jobs_seconds
-    report.data["variant"] = variant
-    finished, stopped = run_jobs(report, cfg, step, results, args.platform, cache, hard,
-                                 publication, variant)
+    return step
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.mode == "worker":
+        return worker(args)
+    if args.mode == "table":
+        print(table(json.loads(Path(args.report).read_text())), end="")
+        return 0
+    results, cfg = _inputs(parser, args)
+    report, device = _start(args, results, cfg)
+    if args.platform != "cpu" and "gpu" not in device:
+        report.step("no GPU visible to JAX: nothing run")
+        return 1
+    if not check_device(report, results / "neural", args.platform, 60 * args.check_minutes,
+                        list(cfg["games"])):
+        return 1
+    checked = report.elapsed()  # what the next allocations' check is expected to take
+    rows, variant = _throughput(args, report, cfg, device.split("|")[-1].strip())
+    step = _plan(args, report, cfg, results, rows, checked)
+    hard = time.monotonic() + report.left() - 60 * args.reserve_minutes
+    finished, stopped = run_jobs(report, cfg, step, results, args.platform, report.cache,
+                                 hard, Path(args.publication), variant)
     report.step("pack", blocks=len(finished), in_progress=len(stopped))
     pack_blocks(report, cfg, results, finished, stopped)
     report.step("done", blocks=[str(f.relative_to(results / "allocation")) for f in finished],
