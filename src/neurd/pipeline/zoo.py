@@ -6,7 +6,8 @@ comparison on every game OpenSpiel registers that a rule selects
 
 Config section ``zoo``:
 
-* ``rule``: what a registered game (``pyspiel.registered_games()``) must be:
+* ``rule``: what a registered game (``pyspiel.registered_games()``, read in a
+  process that imports ``pyspiel`` alone: :func:`registered_games`) must be:
   playable by ``players`` (2) players, of ``utility`` (``zero_sum``), with
   information-state strings.  A game the rule leaves out is listed with the
   reason the rule gives (:func:`rule_problems`);
@@ -22,8 +23,8 @@ Config section ``zoo``:
 Steps: ``zoo-game`` runs one game as Fig 4b's steps do (:mod:`neurd.pipeline.tabular`:
 CFR(NeuRD) and CFR(SPG) at every step size, the engine's CFR and CFR+, and
 OpenSpiel's own CFR and CFR+ over a prefix, which stops the run if they part);
-``zoo-summary`` tunes each learner's step size as Fig 4b reads its sweep (the
-lowest final NashConv), and writes the summary (:data:`SUMMARY_COLUMNS`), the
+``zoo-summary`` tunes each learner's step size on Fig 4b's sweep (the step size
+with the lowest final NashConv), and writes the summary (:data:`SUMMARY_COLUMNS`), the
 claims in the audit's form, the figures (:mod:`neurd.pipeline.zoo_figures`) and
 the page's generated part; ``zoo-page`` puts that part into ``docs/zoo.md``.
 Not part of ``rule all``: ``make zoo``.
