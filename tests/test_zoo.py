@@ -134,6 +134,13 @@ def test_cross_checks_name_the_key(config, change, message):
         zoo.check(cfg)
 
 
+def test_a_game_string_openspiel_cannot_load_is_refused_naming_the_key(config):
+    cfg = copy.deepcopy(config["zoo"])
+    cfg["game_strings"]["hex"] = "hex(board_size=2,no_such_parameter=1)"
+    with pytest.raises(ConfigError, match=r"zoo.game_strings.hex.*no_such_parameter"):
+        zoo.inspect(cfg, config["limits"])
+
+
 # --- the runs against OpenSpiel ---------------------------------------------------------
 
 
