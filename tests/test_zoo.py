@@ -16,13 +16,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyspiel
 import pytest
 
 from neurd import names
 from neurd.audit import VERDICTS, read_audits, write_audit
 from neurd.config import ConfigError
-from neurd.games import GameError, compile_game, openspiel_game
+from neurd.games import GameError, compile_game
 from neurd.pipeline import tabular, zoo
 from neurd.stages import load_config, snapshot
 from neurd.tables import config_hash
@@ -131,6 +132,13 @@ def test_cross_checks_name_the_key(config, change, message):
     change(cfg)
     with pytest.raises(ConfigError, match=message):
         zoo.check(cfg)
+
+
+def test_a_game_string_openspiel_cannot_load_is_refused_naming_the_key(config):
+    cfg = copy.deepcopy(config["zoo"])
+    cfg["game_strings"]["hex"] = "hex(board_size=2,no_such_parameter=1)"
+    with pytest.raises(ConfigError, match=r"zoo.game_strings.hex.*no_such_parameter"):
+        zoo.inspect(cfg, config["limits"])
 
 
 # --- the runs against OpenSpiel ---------------------------------------------------------
@@ -300,7 +308,7 @@ def test_page_text_is_the_summary_and_every_exclusion(summary, small_runs, confi
     text = zoo.page_text(full, summary, zoo.audit_frame(zoo.claims(summary, cfg)))
     assert text.startswith(zoo.MARK[0]) and text.rstrip().endswith(zoo.MARK[1])
     for row in summary.to_dict("records"):
-        assert f"| `{row['game_string']}` | {row['histories']} |" in text
+        assert f"| `{SMALL[row['game']]}` | {row['histories']} |" in text
     for name, reason in config["zoo"]["excluded"].items():
         assert f"| {name} | {reason} |" in text
     assert "| bridge | 4 players, not 2 |" in text
@@ -323,9 +331,10 @@ def test_docs_page_is_the_run_of_this_config(config):
     cfg = snapshot(config, "zoo")
     assert f"(hash `{config_hash(cfg)}`)" in page
     rows = re.findall(r"^\| `([^`]+)` \| (\d+) \| (\d+) \| ([^|]+) \|", page, re.M)
-    strings = {str(openspiel_game(s)) for s in cfg["game_strings"].values()}
-    assert len(strings) == len(cfg["game_strings"])
-    assert {r[0] for r in rows} == strings and len(rows) == 4 * len(strings)
+    assert {r[0] for r in rows} == set(cfg["game_strings"].values())
+    assert len(rows) == 4 * len(cfg["game_strings"])
+    for string, histories, _, _ in rows:
+        assert int(histories) == compile_game(string).num_histories
     chosen = zoo.selection(cfg)
     for name, reason in [*chosen["excluded"].items(), *chosen["outside"].items()]:
         assert f"| {name} | {reason} |" in page
@@ -335,6 +344,14 @@ def test_docs_page_is_the_run_of_this_config(config):
 
 
 # --- the workflow -----------------------------------------------------------------------
+
+
+def test_a_games_job_asks_for_more_time_for_longer_runs(config):
+    """The rule's runtime, from the config section as the Snakefile holds it (no seed)."""
+    cfg = config["zoo"]
+    longer = {**cfg, "iterations": 100 * cfg["iterations"]}
+    for game in cfg["game_strings"]:
+        assert 10 < zoo.runtime_minutes(cfg, game) < zoo.runtime_minutes(longer, game)
 
 
 def _snakemake(workdir, *args):
@@ -373,3 +390,48 @@ def test_make_zoo_is_one_job_per_game_resumable_and_not_part_of_rule_all(config,
     assert _planned_jobs(again.stdout) == {"zoo": 1, "zoo_game": 2, "zoo_summary": 1}
     for game in games[:2]:
         assert f"results/zoo/{game}/nashconv.parquet" in again.stdout
+
+
+def _page_tables(page: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The generated part's summary table and its table of verdicts per game."""
+    tables, current = [], []
+    for line in [*page.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append([cell.strip() for cell in line.strip("|").split(" | ")])
+        elif current:
+            tables.append(pd.DataFrame(current[2:], columns=current[0]))
+            current = []
+    summary = next(t for t in tables if "learner" in t.columns)
+    verdicts = next(t for t in tables if "NeuRD ends below SPG" in t.columns)
+    return summary, verdicts
+
+
+def test_what_the_page_says_the_zoo_shows_is_what_its_table_holds():
+    """The prose of docs/zoo.md, checked against its generated tables: NeuRD ends below SPG
+    and reaches 1% sooner in every game whose uniform policy is not already Nash, every
+    claim is a tie in those that are; CFR+ ranks first in every game and NeuRD never ends
+    below it; NeuRD ends below CFR in the games the page names."""
+    page = (ROOT / "docs/zoo.md").read_text(encoding="utf-8")
+    summary, verdicts = _page_tables(_generated_part(page))
+    start = summary.groupby("game")["NashConv at 1"].first().astype(float)
+    games = {g.strip("`") for g in summary.game}
+    verdicts = verdicts.set_index("game")
+    assert len(verdicts) == len(games)
+    solved = {name for name in verdicts.index if any(
+        g.split("(")[0] == name and abs(start[f"`{g}`"]) <= 1e-12 for g in games)}
+    assert solved and len(solved) < len(verdicts)
+    for name, row in verdicts.iterrows():
+        if name in solved:
+            assert set(row) == {"tie"}, name
+        else:
+            assert row["NeuRD ends below SPG"] == "pass", name
+            assert row["NeuRD reaches 1% sooner than SPG"] == "pass", name
+            assert row["NeuRD ends below CFR+"] == "fail", name
+    firsts = summary[summary["rank"] == "1"]
+    assert set(summary.game) == set(firsts[firsts.learner == "CFR+"].game)
+    below_cfr = sorted(verdicts.index[verdicts["NeuRD ends below CFR (regret matching)"]
+                                      == "pass"])
+    prose = page[:page.index(zoo.MARK[0])]
+    named = re.search(r"NeuRD ends below CFR \(regret matching\) in ([^.]+)\.", prose)
+    assert named, "the page names the games where NeuRD ends below CFR"
+    assert sorted(re.findall(r"`(\w+)`", named.group(1))) == below_cfr

@@ -6,7 +6,8 @@ comparison on every game OpenSpiel registers that a rule selects
 
 Config section ``zoo``:
 
-* ``rule``: what a registered game (``pyspiel.registered_games()``) must be:
+* ``rule``: what a registered game (``pyspiel.registered_games()``, read in a
+  process that imports ``pyspiel`` alone: :func:`registered_games`) must be:
   playable by ``players`` (2) players, of ``utility`` (``zero_sum``), with
   information-state strings.  A game the rule leaves out is listed with the
   reason the rule gives (:func:`rule_problems`);
@@ -22,8 +23,8 @@ Config section ``zoo``:
 Steps: ``zoo-game`` runs one game as Fig 4b's steps do (:mod:`neurd.pipeline.tabular`:
 CFR(NeuRD) and CFR(SPG) at every step size, the engine's CFR and CFR+, and
 OpenSpiel's own CFR and CFR+ over a prefix, which stops the run if they part);
-``zoo-summary`` tunes each learner's step size as Fig 4b reads its sweep (the
-lowest final NashConv), and writes the summary (:data:`SUMMARY_COLUMNS`), the
+``zoo-summary`` tunes each learner's step size on Fig 4b's sweep (the step size
+with the lowest final NashConv), and writes the summary (:data:`SUMMARY_COLUMNS`), the
 claims in the audit's form, the figures (:mod:`neurd.pipeline.zoo_figures`) and
 the page's generated part; ``zoo-page`` puts that part into ``docs/zoo.md``.
 Not part of ``rule all``: ``make zoo``.
@@ -211,7 +212,7 @@ def level_column(level: float) -> str:
 
 def tabular_section(cfg: Mapping, game: str) -> dict:
     """The ``tabular`` section that runs ``game`` as Fig 4b runs its games (the zoo's values)."""
-    return {"seed": cfg["seed"], "games": [game], "figure_game": game,
+    return {"seed": cfg.get("seed"), "games": [game], "figure_game": game,
             "game_strings": {game: cfg["game_strings"][game]}, "expected_infostates": {},
             "iterations": cfg["iterations"], "checkpoints": cfg["checkpoints"],
             "step_sizes": cfg["step_sizes"], "learners": cfg["learners"],
@@ -395,8 +396,12 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _number(x: float) -> str:
-    return "never" if isinstance(x, float) and math.isnan(x) else fmt(x)
+def _iterations(x: float) -> str:
+    return "never" if math.isnan(x) else str(int(x))
+
+
+def _step(x: float) -> str:
+    return "-" if math.isnan(x) else fmt(x)
 
 
 def page_text(cfg: Mapping, summary: pd.DataFrame, audit: pd.DataFrame) -> str:
@@ -416,18 +421,21 @@ def page_text(cfg: Mapping, summary: pd.DataFrame, audit: pd.DataFrame) -> str:
              "| --- | ---: | ---: | --- | ---: | " + " | ".join("---:" for _ in points) + " | "
              + " | ".join("---:" for _ in levels) + " | ---: |"]
     for row in summary.to_dict("records"):
-        lines.append(f"| `{row['game_string']}` | {row['histories']} | {row['infostates']} | "
-                     f"{names.ALGORITHM_LABELS[row['learner']]} | {_number(row['step_size'])}"
-                     " | " + " | ".join(fmt(row[f"nash_conv_{n}"]) for n in points) + " | "
-                     + " | ".join(_number(row[c]) for c in levels) + f" | {row['rank']} |")
-    counts = audit.groupby(["claim_kind", "verdict"]).size().unstack(fill_value=0)
+        lines.append(f"| `{chosen['games'][row['game']]}` | {row['histories']} | "
+                     f"{row['infostates']} | {names.ALGORITHM_LABELS[row['learner']]} | "
+                     f"{_step(row['step_size'])} | "
+                     + " | ".join(fmt(row[f"nash_conv_{n}"]) for n in points) + " | "
+                     + " | ".join(_iterations(row[c]) for c in levels) + f" | {row['rank']} |")
+    counts = audit.groupby(["claim_kind", "verdict"], sort=False).size().unstack(fill_value=0)
     lines += ["", "| claim (per game) | " + " | ".join(counts.columns) + " |",
               "| --- | " + " | ".join("---:" for _ in counts.columns) + " |"]
     lines += [f"| {kind} | " + " | ".join(str(v) for v in counts.loc[kind]) + " |"
               for kind in counts.index]
-    lines += ["", "| game | claim | verdict |", "| --- | --- | --- |"]
-    lines += [f"| {row['game']} | {_cell(row['claim_kind'])} | {row['verdict']} |"
-              for row in audit.to_dict("records")]
+    verdicts = audit.pivot(index="game", columns="claim_kind", values="verdict")[counts.index]
+    lines += ["", "| game | " + " | ".join(_cell(k) for k in counts.index) + " |",
+              "| --- | " + " | ".join("---" for _ in counts.index) + " |"]
+    lines += [f"| {game} | " + " | ".join(row) + " |"
+              for game, row in zip(verdicts.index, verdicts.to_numpy())]
     lines += ["", "Selected by the rule, left out by the config (`zoo.excluded`):", "",
               "| game | why |", "| --- | --- |"]
     lines += [f"| {name} | {_cell(reason)} |" for name, reason in chosen["excluded"].items()]

@@ -6,8 +6,9 @@
   CFR and CFR+; a game whose uniform policy is already a Nash equilibrium
   (NashConv 0 to rounding) says so in its panel;
 * the ranks: per game (rows) and learner (columns), the rank of the final
-  NashConv (1: lowest), the value written in the cell; beside it, how often
-  each learner ranks first.
+  NashConv (1: lowest), the value written in the cell; beside it, how many
+  games each learner ranks first, second, ... among those whose uniform policy
+  is not already Nash (in the others every learner ties).
 
 Drawn with the paper figures' style (:mod:`neurd.figures.style`); matplotlib
 is imported when a figure is drawn.
@@ -91,19 +92,30 @@ def ranks(summary: pd.DataFrame):
     heat.imshow(table.to_numpy(), cmap="RdYlGn_r", vmin=1, vmax=len(learners), aspect="auto")
     for (i, j), rank in np.ndenumerate(table.to_numpy()):
         heat.text(j, i, f"{rank}: {values.iat[i, j]:.2g}", ha="center", va="center",
-                  fontsize=6)
+                  fontsize=6, color="white" if rank in (1, len(learners)) else "black")
     heat.set_xticks(range(len(learners)), [style.LABELS[a] for a in learners], fontsize=7)
     heat.set_yticks(range(len(table)), table.index, fontsize=7)
     heat.grid(False)
     heat.set_title(f"rank of the final NashConv ({final.split('_')[-1]} iterations; "
                    "1: lowest)", fontsize=8)
-    first = [int((table[a] == 1).sum()) for a in learners]
-    wins.barh(range(len(learners)), first, color=[style.PALETTE[a] for a in learners])
+    uniform = summary.groupby("game").uniform_nash_conv.first().loc[table.index]
+    open_games = table[uniform.to_numpy() > ZERO * np.maximum(uniform.to_numpy(), 1.0)]
+    colors = plt.get_cmap("RdYlGn_r")(np.linspace(0, 1, len(learners)))
+    left = np.zeros(len(learners))
+    for rank, color in zip(range(1, len(learners) + 1), colors):
+        counts = np.array([int((open_games[a] == rank).sum()) for a in learners])
+        wins.barh(range(len(learners)), counts, left=left, color=color, label=f"rank {rank}")
+        for k, count in enumerate(counts):
+            if count:
+                wins.text(left[k] + count / 2, k, str(count), ha="center", va="center",
+                          fontsize=7, color="white" if rank in (1, len(learners)) else "black")
+        left += counts
     wins.set_yticks(range(len(learners)), [style.LABELS[a] for a in learners], fontsize=7)
     wins.invert_yaxis()
-    wins.set_xlabel(f"games ranked first (of {len(table)}; ties count for each)", fontsize=7)
-    for k, count in enumerate(first):
-        wins.text(count, k, f" {count}", va="center", fontsize=7)
+    wins.set_xlabel(f"games at each rank, of the {len(open_games)} whose uniform policy is "
+                    "not Nash", fontsize=7)
+    wins.legend(fontsize=6, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(learners),
+                frameon=False)
     fig.tight_layout()
     return fig
 
