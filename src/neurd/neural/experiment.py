@@ -8,8 +8,8 @@ active in that phase (the payoff negated in even phases) by the sequence-form
 engine, and the reach-weighted RMS error of its critic against the exact
 regularised continuation values of that policy.  It logs progress between
 segments, keeps the policy of every configuration at the end of each phase,
-and can checkpoint its whole state to a ``.npz`` (no pickles) so that a killed
-job resumes where it stopped and writes identical tables.  For the configurations
+and can checkpoint its whole state to a folder of ``.npz`` files (no pickles) so that a
+killed job resumes where it stopped and writes identical tables.  For the configurations
 a plan names (:attr:`Plan.logged`: some run seeds at some entropy levels, none by
 default) it also keeps the policy's centred logits at every checkpoint, per
 information state and legal action, to show what a collapse to a deterministic
