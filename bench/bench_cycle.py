@@ -127,7 +127,7 @@ def section(rows, command: str, load_before, load_after) -> str:
                      f"{r['gflop']:.3g} | {r['wall_ms']:.1f} | {r['cpu_ms']:.1f} | "
                      f"{r['ratio']:.2f}x |")
     lines += ["", "Variants: " + "; ".join(f"`{k}`: {v}" for k, v in passes.VARIANTS.items())
-              + f". Default: `{passes.DEFAULT}`.", ""]
+              + f". Default: `{passes.DEFAULT}`, here `{passes.resolve(passes.DEFAULT)}`.", ""]
     return "\n".join(lines)
 
 
