@@ -20,7 +20,7 @@ def compiled():
     return {name: games.compile_game(game.string) for name, game in GAMES.items()}
 
 
-def _run(spec, game, name, seeds=(0, 1), entropies=(0.0, 0.1, 1.0)):
+def _run(spec, game, name, seeds=(0, 1), entropies=(0.1, 1.0)):
     states, keys, etas = train.batch_inputs(spec, game, 0, name, seeds, entropies)
     out = train.run_segment(spec, game, states, keys, etas, 0, CYCLES, np.float32(1.0))
     critics = train.critic_tables(spec, game, out)
