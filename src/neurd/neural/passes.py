@@ -5,7 +5,7 @@ information state, pulls its gradient back through that pass, and evaluates
 the critic on every information state.  The input of these passes, the
 information-state tensor ``X [I, T]``, is the same for every configuration;
 only the weights differ.  How the passes are computed is a **variant**
-(``Spec.variant``; :data:`VARIANTS`; the default, ``auto``, is the fastest
+(``Spec.cycle_variant``; :data:`VARIANTS`; the default, ``auto``, is the fastest
 measured on the backend, :data:`AUTO`: ``map_used`` on a CPU, and ``vmap``,
 the program as it was before the variants, elsewhere).  Every variant
 computes the same function of the same weights, in float32: they differ by
