@@ -44,7 +44,7 @@ def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
     the critic's pass over every information state; the first layer on the columns the
     variant uses."""
     columns = compiled.infostate_tensor.shape[1]
-    if passes.uses_columns(spec.variant):
+    if passes.uses_columns(spec.cycle_variant):
         columns = sum(b - a for a, b in passes.used_columns(compiled.infostate_tensor))
     widths = [compiled.infostate_tensor.shape[1], *spec.hidden, compiled.num_actions]
     full = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
@@ -69,7 +69,7 @@ def bench_game(name: str, sizes, rounds: int, seconds: float, variants) -> list[
     rows = []
     for n in sizes:
         seeds = n // (2 * len(ENTROPIES))
-        specs = {v: train.Spec(variant=v) for v in variants}
+        specs = {v: train.Spec(cycle_variant=v) for v in variants}
         inputs = {v: _inputs(specs[v], game, name, seeds) for v in variants}
 
         def run(v, cycles, specs=specs, inputs=inputs):
@@ -113,8 +113,8 @@ def section(rows, command: str, load_before, load_after) -> str:
              f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}", "",
              "Milliseconds per learning cycle (4 critic updates and 1 policy update of every "
              "configuration; default spec, learned critic) of each cycle variant "
-             "(`neurd.neural.passes.VARIANTS`; `Spec.variant`), medians over rounds that take "
-             "the variants in turn. Speed-up: the median over rounds of the "
+             "(`neurd.neural.passes.VARIANTS`; `Spec.cycle_variant`), medians over rounds "
+             "that take the variants in turn. Speed-up: the median over rounds of the "
              f"`{base}` variant's wall time over the variant's, measured in the same round. "
              "CPU ms: user + sys of every thread. GFLOP: the networks' products in one cycle "
              "(`bench_cycle.cycle_flop`). On a loaded machine the absolute times are high "
@@ -127,7 +127,7 @@ def section(rows, command: str, load_before, load_after) -> str:
                      f"{r['gflop']:.3g} | {r['wall_ms']:.1f} | {r['cpu_ms']:.1f} | "
                      f"{r['ratio']:.2f}x |")
     lines += ["", "Variants: " + "; ".join(f"`{k}`: {v}" for k, v in passes.VARIANTS.items())
-              + f". Default: `{passes.DEFAULT}`.", ""]
+              + f". Default: `{passes.DEFAULT}`, here `{passes.resolve(passes.DEFAULT)}`.", ""]
     return "\n".join(lines)
 
 

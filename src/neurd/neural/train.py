@@ -80,13 +80,13 @@ class Spec:
     networks: str = "shared"  # or "per_player" (neurd.neural.networks)
     # how a cycle's arithmetic is laid out (neurd.neural.passes.VARIANTS): no number's
     # meaning changes, only float rounding
-    variant: str = passes.DEFAULT
-    # cycles per iteration of the compiled cycle loop (a variant, neurd.neural.variants:
-    # the same numbers up to float rounding)
+    cycle_variant: str = passes.DEFAULT
+    # cycles per iteration of the compiled cycle loop (neurd.neural.variants: the same
+    # numbers up to float rounding)
     unroll: int = 1
 
     def __post_init__(self):
-        passes.check_variant(self.variant)
+        passes.check_variant(self.cycle_variant)
 
 
 @jax.tree_util.register_dataclass
@@ -276,8 +276,8 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
 
 def one_state_pass(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     """``[I, A]``: one configuration's network (policy or critic: the same shape) on every
-    information state, as ``spec.variant`` computes it (:mod:`neurd.neural.passes`)."""
-    if not passes.uses_columns(spec.variant):
+    information state, as ``spec.cycle_variant`` computes it (:mod:`neurd.neural.passes`)."""
+    if not passes.uses_columns(spec.cycle_variant):
         net, _ = _networks(spec, game)
         return net.apply({"params": params}, game.tensors, game.infostate_player)
     return passes.apply_one(spec.networks, params, game.tensors, game.infostate_player,
@@ -289,16 +289,16 @@ def _map_batch(spec: Spec, game: NeuralGame) -> int:
 
 
 def _runs(spec: Spec, game: NeuralGame):
-    return game.used_columns if passes.uses_columns(spec.variant) else None
+    return game.used_columns if passes.uses_columns(spec.cycle_variant) else None
 
 
 def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     """``[N, I, A]``: :func:`one_state_pass` of each of ``N`` configurations (``params``
     batched), the joined variants' first layer one product for all of them."""
-    if passes.is_mapped(spec.variant):
+    if passes.is_mapped(spec.cycle_variant):
         return jax.lax.map(partial(one_state_pass, spec, game), params,
                            batch_size=_map_batch(spec, game))
-    if not passes.is_joined(spec.variant):
+    if not passes.is_joined(spec.cycle_variant):
         return jax.vmap(partial(one_state_pass, spec, game))(params)
     return passes.apply_all(spec.networks, params, game.tensors, game.infostate_player,
                             spec.precision, _runs(spec, game))
@@ -308,7 +308,7 @@ def policy_pass(spec: Spec, game: NeuralGame, policy: dict):
     """``(logits [N, I, A], pullback)``: the policy of ``N`` configurations on every
     information state, and the function taking a gradient in the logits to one in the
     weights (the mapped variants': a configuration at a time, its forward pass again)."""
-    if passes.is_mapped(spec.variant):
+    if passes.is_mapped(spec.cycle_variant):
         one = partial(one_state_pass, spec, game)
 
         def pullback(by_logits):
@@ -378,7 +378,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
 
     def body(i, state):
         cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
-        if passes.is_vmapped(spec.variant):
+        if passes.is_vmapped(spec.cycle_variant):
             return jax.vmap(partial(cycle, spec, game), in_axes=(0, 0, 0, None, 0))(
                 state, cycle_keys, eta, sign, is_neurd)
         return cycle_all(spec, game, state, cycle_keys, eta, sign, is_neurd)
