@@ -34,6 +34,8 @@ SPEC_BAD = {
     "loss_normalisation": ["mean", None],
     "networks": ["triple", 2],
 }
+# the spec's run-time knobs (neurd.neural.variants), not config keys
+RUN_TIME_BAD = {"cycle_variant": ["fast", "", 1, None], "unroll": [0, 2, 3, "4", 4.0, True]}
 PLAN_BAD = {
     "game": ["Kuhn", "", 1, "k" * 33],
     "entropies": [(), (-0.1,), (101.0,), (NAN,), (0.1, 0.1), ("0.1",), 0.1],
@@ -52,7 +54,7 @@ BASE = experiment.Plan(game="kuhn", spec=train.Spec(), entropies=(0.0,), run_see
 
 
 def test_every_field_is_walked():
-    assert set(SPEC_BAD) == {f.name for f in dataclasses.fields(train.Spec)}
+    assert set(SPEC_BAD) | set(RUN_TIME_BAD) == {f.name for f in dataclasses.fields(train.Spec)}
     assert set(PLAN_BAD) | {"spec", "batch_origin"} == {
         f.name for f in dataclasses.fields(experiment.Plan)}
 
@@ -80,6 +82,19 @@ def test_a_bad_spec_field_is_refused_before_compiling(kuhn, monkeypatch, name):
         plan = dataclasses.replace(BASE, spec=dataclasses.replace(train.Spec(), **{name: value}))
         message = _refused(kuhn, monkeypatch, plan, f"spec.{name}")
         assert f"neural.{arguments.SPEC_KEYS[name]}" in message
+
+
+@pytest.mark.parametrize("name", sorted(RUN_TIME_BAD))
+def test_a_bad_run_time_knob_is_refused_before_compiling(kuhn, monkeypatch, name):
+    """Refused in one line naming the field: where the spec is made (an unknown layout), or
+    by the run."""
+    for value in RUN_TIME_BAD[name]:
+        try:
+            spec = dataclasses.replace(train.Spec(), **{name: value})
+        except ValueError as error:
+            assert "\n" not in str(error) and "variant" in str(error), error
+            continue
+        _refused(kuhn, monkeypatch, dataclasses.replace(BASE, spec=spec), f"spec.{name}")
 
 
 @pytest.mark.parametrize("name", sorted(PLAN_BAD))

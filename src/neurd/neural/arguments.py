@@ -48,10 +48,26 @@ def _field(key: str | None, plan) -> str:
     return "plan"
 
 
+def check_run_time(spec) -> None:
+    """Refuse the spec's run-time knobs (not config keys: how the cycle's program is laid out,
+    :mod:`neurd.neural.variants`) unless they are a variant's, in one line naming the field."""
+    from neurd.neural import passes, variants  # puts off JAX
+
+    layouts = (passes.DEFAULT, *sorted(passes.VARIANTS))
+    if not (isinstance(spec.cycle_variant, str) and spec.cycle_variant in layouts):
+        raise ConfigError(f"neural run: plan.spec.cycle_variant: {spec.cycle_variant!r} is not "
+                          f"one of {list(layouts)}")
+    if type(spec.unroll) is not int or spec.unroll not in variants.UNROLLS:
+        raise ConfigError(f"neural run: plan.spec.unroll: {spec.unroll!r} is not one of "
+                          f"{list(variants.UNROLLS)}")
+
+
 def check_plan(plan) -> None:
     """Refuse a plan whose fields a config's ``neural`` section could not hold, in one line
-    naming the field and its config key (a :class:`~neurd.config.ConfigError`)."""
+    naming the field and its config key (a :class:`~neurd.config.ConfigError`); its run-time
+    knobs are :func:`check_run_time`'s."""
     spec = plan.spec
+    check_run_time(spec)
     section = {key: getattr(spec, name) for name, key in SPEC_KEYS.items()}
     game = plan.game if isinstance(plan.game, str) else "game"
     section.update(games=[plan.game], entropies=plan.entropies,
