@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from neurd import schema
 from neurd.config import ConfigError
+from neurd.neural import variants
 
 # Spec field -> the neural config key it is
 SPEC_KEYS = {"algorithms": "algorithms", "hidden": "hidden_sizes",
@@ -51,7 +52,7 @@ def _field(key: str | None, plan) -> str:
 def check_run_time(spec) -> None:
     """Refuse the spec's run-time knobs (not config keys: how the cycle's program is laid out,
     :mod:`neurd.neural.variants`) unless they are a variant's, in one line naming the field."""
-    from neurd.neural import passes, variants  # puts off JAX
+    from neurd.neural import passes  # puts off JAX
 
     layouts = (passes.DEFAULT, *sorted(passes.VARIANTS))
     if not (isinstance(spec.cycle_variant, str) and spec.cycle_variant in layouts):
