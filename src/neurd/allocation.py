@@ -439,13 +439,15 @@ def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedul
     """The plan for the rest in words: per game, the allocation that brings its first seed
     at full length and its last."""
     total = int(cfg["seeds"])
+    why = ("within the repository's cap" if best.capped
+           else f"within {len(best.plans)} allocations")
     parts = []
     for game in cfg["games"]:
         have = len(published.get(game, ()))
         when_first = ("has" if have else f"allocation {best.first[game]}"
-                      if game in best.first else "never at this speed")
+                      if game in best.first else f"not {why}")
         when_full = (f"allocation {best.full[game]}" if game in best.full
-                     else f"not within {len(best.plans)} allocations")
+                     else f"not {why}")
         parts.append(f"{game}: {have} of {total} seeds now; first seed at full length: "
                      f"{when_first}; all {total}: {when_full}")
     sizes = ", ".join(f"{g} {s}" for g, s in best.sizes.items())
