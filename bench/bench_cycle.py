@@ -11,7 +11,7 @@ and CPU (user + sys of the process, every thread) times are both reported,
 with the load average before and after.
 
     python bench/bench_cycle.py                 # writes its section of bench/NEURAL.md
-    python bench/bench_cycle.py --games kuhn --sizes 12 --rounds 2 --out /tmp/cycle.md
+    python bench/bench_cycle.py --games kuhn --sizes 12 --rounds 2 --out cycle.md
 """
 
 from __future__ import annotations
