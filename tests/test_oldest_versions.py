@@ -61,6 +61,8 @@ def oldest(tmp_path_factory):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "src", source / "src",
                     ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    # the config schemas, installed with the package (pyproject's data-files)
+    shutil.copytree(ROOT / "workflow/schemas", source / "workflow/schemas")
     constraints = home / "floors.txt"
     constraints.write_text("".join(f"{n}=={v}\n" for n, v in floors().items()))
     venv = home / "venv"
