@@ -103,7 +103,8 @@ def xla_flags(variant: Variant, flags: str = "") -> str:
 
 def candidates(gpu: bool = True) -> list[Variant]:
     """The variants an allocation times: the default, then each knob changed alone (the GPU
-    knobs only on a GPU); the best of each knob are combined afterwards (:func:`combined`)."""
+    knobs only on a GPU).  Combining the best of each knob is left to a later allocation:
+    it is one more variant to check and time."""
     base = Variant()
     out = [base]
     out += [dataclasses.replace(base, layout=x) for x in _layouts()[1:]]
@@ -121,22 +122,3 @@ def choose(passed: Mapping[str, bool], ms: Mapping[str, float]) -> str:
     timed = [(float(ms[name]), name) for name in ms
              if passed.get(name) is True and ms[name] is not None and float(ms[name]) > 0]
     return min(timed)[1] if timed else Variant().name
-
-
-def combined(passed: Mapping[str, bool], ms: Mapping[str, float]) -> Variant:
-    """Each knob at its fastest single change that passed (beside the default): the variant
-    to check and time next."""
-    base = Variant()
-    best = {}
-    for name in ms:
-        if passed.get(name) is not True:
-            continue
-        variant = parse(name)
-        for knob in ("layout", "unroll", "command_buffers", "products"):
-            if getattr(variant, knob) != getattr(base, knob):
-                if knob not in best or ms[name] < ms[best[knob]]:
-                    best[knob] = name
-    base_ms = ms.get(base.name)
-    changes = {knob: getattr(parse(name), knob) for knob, name in best.items()
-               if base_ms is None or ms[name] < base_ms}
-    return dataclasses.replace(base, **changes)
