@@ -103,8 +103,7 @@ def xla_flags(variant: Variant, flags: str = "") -> str:
 
 def candidates(gpu: bool = True) -> list[Variant]:
     """The variants an allocation times: the default, then each knob changed alone (the GPU
-    knobs only on a GPU).  Combining the best of each knob is left to a later allocation:
-    it is one more variant to check and time."""
+    knobs only on a GPU).  Combinations of changed knobs are not among them."""
     base = Variant()
     out = [base]
     out += [dataclasses.replace(base, layout=x) for x in _layouts()[1:]]
