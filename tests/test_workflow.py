@@ -533,15 +533,33 @@ def browser():
     driver.quit()
 
 
+def _menu(browser, label):
+    """Click the report menu's entry ``label`` (its label in a span: the landing page's text
+    links the categories too), where it is rather than at screen coordinates, which the
+    page's late layout may have moved onto another entry."""
+    from selenium.webdriver.common.by import By
+
+    entry = browser.find_element(By.XPATH, f"//a[span[normalize-space(text())='{label}']]")
+    browser.execute_script("arguments[0].click()", entry)
+
+
 def _open(browser, report, category, cell):
     """Open the report, go to a result category and view the result whose row has a cell
     ``cell`` (its path, or its first label)."""
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(report.as_uri())
-    browser.find_element(By.LINK_TEXT, category).click()
-    row = browser.find_element(By.XPATH, f"//tr[td[normalize-space(text())='{cell}']]")
-    row.find_element(By.XPATH, ".//a[@iconname='eye']").click()
+    _menu(browser, category)
+    try:
+        row = WebDriverWait(browser, 60).until(lambda b: b.find_element(
+            By.XPATH, f"//tr[td[normalize-space(text())='{cell}']]"))
+    except TimeoutException:
+        shown = browser.find_element(By.TAG_NAME, "body").text[:2000]
+        raise AssertionError(f"{category}: no row {cell!r}; the page shows:\n{shown}") from None
+    browser.execute_script("arguments[0].click()", row.find_element(By.XPATH,
+                                                                     ".//a[@iconname='eye']"))
 
 
 def _not_blank(png: bytes) -> float:
@@ -577,7 +595,7 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     browser.get(report.as_uri())
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "regenerated from scratch, at the smoke scale" in body
-    browser.find_element(By.LINK_TEXT, "Figures").click()
+    _menu(browser, "Figures")
     cells = [c.text for c in browser.find_elements(By.XPATH, "//tbody/tr/td[1]")]
     assert cells == list(FIGURE_LABELS.values())
     for figure in FIGURES:
@@ -608,7 +626,7 @@ def test_report_renders_every_figure_the_audit_table_and_provenance(browser, rep
     assert not browser.find_element(By.CSS_SELECTOR, "#config ~ details pre").is_displayed()
     browser.switch_to.default_content()
     browser.get(report.as_uri())
-    browser.find_element(By.LINK_TEXT, "Statistics").click()
+    _menu(browser, "Statistics")
     browser.find_element(By.CSS_SELECTOR, "#runtimes canvas")
     runtimes = browser.execute_script("return runtimes_spec.data.values")
     assert len(runtimes) > 40 and min(r["runtime"] for r in runtimes) > 0
