@@ -6,9 +6,8 @@ the critic on every information state.  The input of these passes, the
 information-state tensor ``X [I, T]``, is the same for every configuration;
 only the weights differ.  How the passes are computed is a **variant**
 (``Spec.cycle_variant``; :data:`VARIANTS`; the default, ``auto``, is the variant
-:data:`AUTO` names for the backend, and ``vmap``, the program as it was before the
-variants, where it names none: everywhere for now, so that the default run's numbers
-stay those its docs quote until they are remade with a faster variant).  Every variant
+:data:`AUTO` names for the backend: ``map_used`` on a CPU, and ``vmap``, the program as
+it was before the variants, on the backends it names none for).  Every variant
 computes the same function of the same weights, in float32: they differ by
 float rounding only (the order of a product's sums), and each repeats bit for
 bit on the same machine.
@@ -69,11 +68,10 @@ VARIANTS = {
     "map_used": "map, on the information-state tensor's non-zero columns only",
 }
 # the default: the variant named here for the backend the program is compiled for.  On a
-# CPU, map_used runs Goofspiel's cycle about twice as fast (bench/NEURAL.md); it becomes the
-# CPU's default with the default run remade under it (its Fig 6 numbers move by float
-# rounding, which over a whole run reaches the sampled episodes: bench/RESULTS.md)
+# CPU, map_used runs Goofspiel's and Leduc's cycles about twice as fast as vmap
+# (bench/NEURAL.md); a GPU allocation times every variant on its card and picks one there
 DEFAULT = "auto"
-AUTO: dict[str, str] = {}
+AUTO: dict[str, str] = {"cpu": "map_used"}
 AUTO_ELSEWHERE = "vmap"  # as measured on a GPU before the variants existed
 
 
