@@ -47,8 +47,9 @@ LAYERS = [
      "neurd.allocation", "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],
-    # a run's provenance, a publication checked against its config file, the command line
-    ["neurd.provenance", "neurd.publish", "neurd.cli"],
+    # a run's provenance, a publication checked against its config file, the readings
+    # study's grid step (its tables and its figure), the command line
+    ["neurd.provenance", "neurd.publish", "neurd.readings_grid", "neurd.cli"],
 ]
 
 # Imports by computed name (importlib.import_module), as (module, "top" | "function",
