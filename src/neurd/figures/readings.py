@@ -195,8 +195,8 @@ def plot(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
     """Top: Fig 6's claims under each reading (verdict and headline number per cell);
     middle: the readings Figs 1, 2 and 5 compute; then NeuRD's policy entropy at the
     lowest entropy level in each game, per reading (a collapse falls to 0); bottom, where
-    the study logged centred logits (:func:`neurd.pipeline.readings.logit_table`): what the collapse is made of
-    (:func:`_draw_logits`)."""
+    the study logged centred logits (:func:`neurd.pipeline.readings.logit_table`): what
+    the collapse is made of (:func:`_draw_logits`)."""
     import matplotlib.pyplot as plt
 
     style.setup()
