@@ -222,6 +222,17 @@ def test_the_import_graph_has_no_cycle():
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
+def test_no_stage_imports_a_figure_module():
+    """Figures draw from the stages' tables, never the other way: a stage imports at most the
+    figures' shared style (the readings study's figure is drawn by neurd.readings_grid, which
+    sits above both)."""
+    shared = {"neurd.figures", "neurd.figures.style"}
+    wrong = [f"{module} imports {target}" for module, targets in _edges().items()
+             if module.startswith("neurd.pipeline.") for target in targets
+             if target.startswith("neurd.figures") and target not in shared]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
 def test_the_registry_type_lives_below_the_registry_and_the_stages():
     assert not [m for m in MODULES if m.startswith("neurd.pipeline._")]
     assert _floor("neurd.stage") < _floor("neurd.pipeline.tabular") < _floor("neurd.stages")
