@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from neurd.config import ConfigError
-from neurd.stages import SECTIONS, SETTINGS, validate
+from neurd.stages import SECTIONS, SETTINGS, load_config, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "workflow/schemas"
@@ -120,8 +120,34 @@ ARRAYS = [found for name in ("config", *SECTIONS)
           for found in _arrays(yaml.safe_load((SCHEMAS / f"{name}.schema.yaml").read_text()))]
 
 
-def test_the_fuzz_covers_every_list():
-    assert len(ARRAYS) >= 14
+def _lists(node, path: tuple = ()):
+    """The path of every list a config holds (lists inside lists aside)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _lists(value, (*path, key))
+    elif isinstance(node, list):
+        yield path
+
+
+@pytest.mark.parametrize("name", ["default", "smoke", "paper"])
+def test_the_fuzz_covers_every_list(name):
+    """Every list of the shipped configs (defaults filled) is a list setting the fuzz lengthens:
+    its own, or, inside the readings study's sections (``readings.neural``,
+    ``readings.variants.<reading>``), the ``neural`` setting it stands for."""
+    files = [] if name == "default" else [ROOT / f"workflow/config/{name}.yaml"]
+    config = load_config(files, ROOT, games=False)
+    covered = {path for path, _ in ARRAYS}
+    missed = []
+    for path in _lists(config):
+        setting = path
+        if path[:2] == ("readings", "neural"):
+            setting = ("neural", *path[2:])
+        elif path[:2] == ("readings", "variants"):
+            setting = ("neural", *path[3:])
+        if setting not in covered:
+            missed.append(_dotted(path))
+    assert not missed, f"lists no fuzz test lengthens: {missed}"
+    assert ("neural", "logits_log", "seeds") in covered  # a list of an optional object
 
 
 @pytest.mark.parametrize("path, schema", ARRAYS, ids=[_dotted(p) for p, _ in ARRAYS])

@@ -47,8 +47,9 @@ LAYERS = [
      "neurd.allocation", "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],
-    # a run's provenance, a publication checked against its config file, the command line
-    ["neurd.provenance", "neurd.publish", "neurd.cli"],
+    # a run's provenance, a publication checked against its config file, the readings
+    # study's grid step (its tables and its figure), the command line
+    ["neurd.provenance", "neurd.publish", "neurd.readings_grid", "neurd.cli"],
 ]
 
 # Imports by computed name (importlib.import_module), as (module, "top" | "function",
@@ -219,6 +220,17 @@ def test_the_import_graph_has_no_cycle():
         if module not in state:
             visit(module, [module])
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_stage_imports_a_figure_module():
+    """Figures draw from the stages' tables, never the other way: a stage imports at most the
+    figures' shared style (the readings study's figure is drawn by neurd.readings_grid, which
+    sits above both)."""
+    shared = {"neurd.figures", "neurd.figures.style"}
+    wrong = [f"{module} imports {target}" for module, targets in _edges().items()
+             if module.startswith("neurd.pipeline.") for target in targets
+             if target.startswith("neurd.figures") and target not in shared]
+    assert not wrong, "\n".join(sorted(wrong))
 
 
 def test_the_registry_type_lives_below_the_registry_and_the_stages():

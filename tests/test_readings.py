@@ -67,9 +67,9 @@ def test_a_study_of_its_own_replaces_the_default_variants():
 
 
 def test_logits_are_logged_in_the_study_only_and_the_key_is_not_a_setting():
-    """Off (absent) in the pipeline's neural section, so its snapshot is what it was before
-    the key existed; on in the study's default for seed 0 at its two lowest levels, in
-    every reading; in the snapshot, since it changes what a job writes."""
+    """Off (absent) in the pipeline's neural section, so its snapshot holds no such key
+    (and neural_run no logits output); on in the study's default for seed 0 at its two
+    lowest levels, in every reading; in the snapshot, since it changes what a job writes."""
     from neurd.pipeline import neural
     from neurd.stages import snapshot
 

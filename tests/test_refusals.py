@@ -43,15 +43,24 @@ def job(tmp_path_factory):
     return root
 
 
-def _run(job, *extra, env=None, compiled="kuhn.npz", which=("--chunk", "0")):
+def _run(job, *extra, env=None, compiled="kuhn.npz", which=("--chunk", "0"), out="out"):
     command = [NEURD, "neural-run", "--config", str(job / "neural.json"), "--game", "kuhn",
                "--critic", "learned", *which, "--compiled", str(job / compiled),
-               "--curves", str(job / "out/curves.parquet"),
-               "--policies", str(job / "out/policies.parquet"), *extra]
+               "--curves", str(job / out / "curves.parquet"),
+               "--policies", str(job / out / "policies.parquet"), *extra]
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True,
                           env=dict(os.environ, JAX_PLATFORMS="cpu", **(env or {})))
     return done, time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def computing(job):
+    """The wall time of the same command where it computes (2 configurations, 24 iterations:
+    JAX loaded, the program compiled and run), on this machine under its present load."""
+    done, seconds = _run(job, out="computed")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return seconds
 
 
 def _refused_in_one_line(done, *named):
@@ -61,42 +70,54 @@ def _refused_in_one_line(done, *named):
     assert len(errors) == 1 and all(n in errors[0] for n in named), done.stderr[-2000:]
 
 
+def _refused_before_compute(run, computing, *named):
+    """Refused in one line, before any compute: the log holds the command and the error only
+    (no progress of a run), and the refusal takes less than half the time of the command
+    that computes (:func:`computing`, timed on the same machine at the same load)."""
+    done, seconds = run
+    _refused_in_one_line(done, *named)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2 and " INFO command: " in lines[0], done.stderr[-2000:]
+    assert seconds < computing / 2, (f"refused after {seconds:.1f} s; the command computes "
+                                     f"in {computing:.1f} s")
+
+
 @pytest.mark.parametrize("value", ["abc", "nan", "-1", "inf"])
-def test_a_bad_checkpoint_minutes_variable_is_named_and_harms_no_other_command(job, value):
-    done, _ = _run(job, "--checkpoint", str(job / "ck"),
-                   env={"NEURD_CHECKPOINT_MINUTES": value})
-    _refused_in_one_line(done, "NEURD_CHECKPOINT_MINUTES", repr(value))
+def test_a_bad_checkpoint_minutes_variable_is_named_and_harms_no_other_command(job, computing,
+                                                                               value):
+    run = _run(job, "--checkpoint", str(job / "ck"), env={"NEURD_CHECKPOINT_MINUTES": value})
+    _refused_before_compute(run, computing, "NEURD_CHECKPOINT_MINUTES", repr(value))
     assert not (job / "out/curves.parquet").exists()
     other = subprocess.run([NEURD, "--version"], capture_output=True, text=True,
                            env=dict(os.environ, NEURD_CHECKPOINT_MINUTES=value))
     assert other.returncode == 0, other.stderr
 
 
-def test_a_budget_without_a_checkpoint_is_refused_before_compute(job):
-    done, seconds = _run(job, "--stop-after-minutes", "1")
-    _refused_in_one_line(done, "--stop-after-minutes needs --checkpoint")
+def test_a_budget_without_a_checkpoint_is_refused_before_compute(job, computing):
+    run = _run(job, "--stop-after-minutes", "1")
+    _refused_before_compute(run, computing, "--stop-after-minutes needs --checkpoint")
     assert not (job / "out").exists()
 
 
 @pytest.mark.parametrize("value", ["1", "true", "True"])
-def test_double_precision_switched_on_for_the_neural_stage_is_refused(job, value):
-    done, _ = _run(job, env={"JAX_ENABLE_X64": value})
-    _refused_in_one_line(done, "JAX_ENABLE_X64")
+def test_double_precision_switched_on_for_the_neural_stage_is_refused(job, computing, value):
+    _refused_before_compute(_run(job, env={"JAX_ENABLE_X64": value}), computing,
+                            "JAX_ENABLE_X64")
     assert not (job / "out").exists()
 
 
-def test_the_compiled_game_of_another_key_is_refused(job):
+def test_the_compiled_game_of_another_key_is_refused(job, computing):
     """`--game kuhn --compiled <Leduc's game>` would write Leduc's numbers labelled Kuhn."""
-    done, _ = _run(job, compiled="leduc.npz")
-    _refused_in_one_line(done, "leduc.npz", "neural.game_strings.kuhn")
+    _refused_before_compute(_run(job, compiled="leduc.npz"), computing, "leduc.npz",
+                            "neural.game_strings.kuhn")
     assert not (job / "out").exists()
 
 
-def test_a_chunk_or_seeds_off_the_config_are_refused(job):
-    done, _ = _run(job, which=("--seeds", "0-3"))
-    _refused_in_one_line(done, "seeds 0-3 are not run seeds")
-    done, _ = _run(job, "--seeds", "0-0")
-    _refused_in_one_line(done, "give --chunk (a Snakemake job) or --seeds")
+def test_a_chunk_or_seeds_off_the_config_are_refused(job, computing):
+    _refused_before_compute(_run(job, which=("--seeds", "0-3")), computing,
+                            "seeds 0-3 are not run seeds")
+    _refused_before_compute(_run(job, "--seeds", "0-0"), computing,
+                            "give --chunk (a Snakemake job) or --seeds")
     command = [NEURD, "neural-run", "--config", str(job / "neural.json"), "--game", "kuhn",
                "--critic", "learned", "--chunk", "5", "--compiled", str(job / "kuhn.npz"),
                "--curves", str(job / "x.parquet"), "--policies", str(job / "y.parquet")]
@@ -104,16 +125,15 @@ def test_a_chunk_or_seeds_off_the_config_are_refused(job):
     _refused_in_one_line(done, "--chunk 5 is not a chunk")
 
 
-def test_a_job_table_of_another_config_is_not_combined(job, tmp_path):
+def test_a_job_table_of_another_config_is_not_combined(job, computing, tmp_path):
     """neural-table refuses a job's curves made from another config, naming the file."""
-    done, _ = _run(job)
-    assert done.returncode == 0, done.stderr[-2000:]
     cfg = json.loads((job / "neural.json").read_text())
     other = tmp_path / "other.json"
     other.write_text(json.dumps(dict(cfg, policy_learning_rate=0.5)))
     command = [NEURD, "neural-table", "--config", str(other), "--game", "kuhn",
-               "--compiled", str(job / "kuhn.npz"), "--curves", str(job / "out/curves.parquet"),
-               "--policies", str(job / "out/policies.parquet"),
+               "--compiled", str(job / "kuhn.npz"),
+               "--curves", str(job / "computed/curves.parquet"),
+               "--policies", str(job / "computed/policies.parquet"),
                *[a for name in ("nashconv", "diagnostics", "summary", "ci")
                  for a in (f"--{name}", str(tmp_path / f"{name}.parquet"))],
                "--policies-out", str(tmp_path / "p.parquet")]

@@ -143,8 +143,10 @@ class Claim:
     ``otherwise``: the verdict when a check fails (``fail``, or ``differs`` for a number
     the paper states).  ``value``: its headline number (e.g. the mean paired difference
     NeuRD - SPG) and ``reading``: the reading it is measured under, where the figure
-    measures it under several; both for the readings study's grid (not columns of the
-    audit files, whose ``claim`` and ``measured`` texts carry them)."""
+    measures it under several; ``key``: the claim's stable name, the same under every
+    reading (e.g. ``hedge_bound``), and ``alternative``: whether the reading is another
+    than the config's; all for the readings study's grid (not columns of the audit files,
+    whose ``claim`` and ``measured`` texts carry them)."""
 
     figure: str
     claim: str
@@ -155,6 +157,8 @@ class Claim:
     otherwise: str = "fail"
     value: float = math.nan
     reading: str = ""
+    key: str = ""
+    alternative: bool = False
     verdict: str = field(init=False)
 
     def __post_init__(self):

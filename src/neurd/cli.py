@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 
-from neurd import __version__, publish
+from neurd import __version__, publish, readings_grid
 from neurd.audit import gather, write_audit
 from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
@@ -46,8 +46,9 @@ def _modules(package: str) -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_"))
 
 
-# Every module of neurd.figures except `style` is a figure with INPUTS and make().
-FIGURES = [name for name in _modules("neurd.figures") if name != "style"]
+# Every module of neurd.figures is a figure with INPUTS and make(), but `style` (their style)
+# and `readings` (the readings study's grid, drawn by neurd readings-grid).
+FIGURES = [name for name in _modules("neurd.figures") if name not in ("style", "readings")]
 
 
 def _figure(args) -> None:
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for stage in STAGES.values():
         stage.add_steps(sub)
+    readings_grid.register(sub)
     publish.register(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")

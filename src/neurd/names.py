@@ -47,6 +47,14 @@ def check_name(name: str, allowed, what: str) -> str:
     return name
 
 
+# --- the readings study ---------------------------------------------------------
+
+DEFAULT_READING = "default"  # the study's own reading; every other is a variant of it
+# what the `reading` column of the study's tables holds (its grid's, collapse's and logits')
+READING_COLUMN = ("the reading: 'default' (the pipeline's) or a variant of config "
+                  "readings.variants, one change from it")
+
+
 # --- games ---------------------------------------------------------------------
 
 

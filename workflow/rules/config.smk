@@ -1,7 +1,4 @@
 # The config snapshots every step computes from.
-import json
-
-from neurd.stages import snapshot
 
 
 rule config_snapshot:
@@ -16,16 +13,11 @@ rule config_snapshot:
         res("config/{section}.json"),
     log:
         res("logs/config_snapshot_{section}.log"),
-    wildcard_constraints:
-        section="|".join(["all", *SECTIONS]),
     localrule: True
     conda:
         CONDA_ENV
     params:
-        cfg=lambda wildcards: json.dumps(
-            config if wildcards.section == "all" else snapshot(config, wildcards.section),
-            sort_keys=True,
-        ),
+        cfg=section_snapshot,
     shell:
         "neurd config-snapshot --out {output} {params.cfg:q} > {log} 2>&1"
 

@@ -1,5 +1,3 @@
-from neurd.figures import report_label
-
 # The figures, generated from each figure module's declared INPUTS; the claims
 # audit of all figures; the provenance of the run; the report's landing page.
 
@@ -17,21 +15,13 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
         name:
             module
         input:
-            unpack(
-                lambda wildcards: {
-                    "cfg": FIGURE_JOBS[wildcards.figure].config,
-                    **FIGURE_JOBS[wildcards.figure].inputs,
-                }
-            ),
+            unpack(figure_inputs),
         output:
             png=report(
                 res("figures/{figure}.png"),
                 caption=f"../report/{module}.rst",
                 category="Figures",
-                labels=lambda wildcards: {
-                    "figure": report_label(wildcards.figure),
-                    "file": f"{wildcards.figure}.png",
-                },
+                labels=figure_labels,
             ),
             pdf=res("figures/{figure}.pdf"),
             audit=res("audit/{figure}.csv"),
@@ -50,10 +40,7 @@ for module in sorted({job.module for job in FIGURE_JOBS.values()}):
         params:
             module=module,
             scale=config["scale"],
-            inputs=lambda wildcards: " ".join(
-                f"--input {name}={path}"
-                for name, path in FIGURE_JOBS[wildcards.figure].inputs.items()
-            ),
+            inputs=figure_input_args,
         shell:
             "neurd figure {params.module} --name {wildcards.figure} --scale {params.scale:q}"
             " --config {input.cfg}"

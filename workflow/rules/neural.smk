@@ -1,13 +1,7 @@
 # Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
-from neurd.pipeline.neural import (
-    export_settings,
-    job_runtime_minutes,
-    jobs,
-    logs_logits,
-    main_critic,
-)
+from neurd.pipeline.neural import export_settings, jobs, logs_logits
 
 NEURAL = config["neural"]
 # How often a job saves its state, and how much GPU memory it takes, change no number, so
@@ -18,9 +12,24 @@ NEURAL = config["neural"]
 export_settings(NEURAL, workflow.resource_settings.resources.get("gpu"))
 NEURAL_JOBS = jobs(NEURAL)
 NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
-# neural.logits_log (off by default) adds the jobs' logits files; off, the rule is as it was
-# before the key existed (same outputs, same command), so nothing reruns.
+# neural.logits_log (off by default) adds the jobs' logits files; off, the rule has no logits
+# output and its command no --logits (a changed command reruns every job).
 NEURAL_LOGITS = logs_logits(NEURAL)
+# A job's command, shared with the readings study's jobs (readings.smk), which add their
+# files after it.
+NEURAL_RUN_COMMAND = (
+    "neurd neural-run --config {input.cfg} --game {wildcards.game}"
+    " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
+    " --curves {output.curves} --policies {output.policies}"
+)
+# One core asked for, though XLA spreads a cycle over every core it sees: a job asking for
+# two on a two-core machine never starts while one-core jobs keep one core busy, and would
+# wait for all of them (bench/RESULTS.md). A cluster job gets two (profiles/slurm:
+# set-threads), which XLA then uses.
+NEURAL_RUN_THREADS = 1
+# A job's resources (the readings study's jobs' too): memory, the runtime of its section's
+# configuration-iterations and the GPUs of its section's neural.gpus_per_job.
+NEURAL_RUN_RESOURCES = {"mem_mb": 8000, "runtime": neural_runtime, "gpu": neural_gpus}
 
 
 rule neural_game:
@@ -35,7 +44,7 @@ rule neural_game:
         res("benchmarks/neural_game_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
-    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
+    priority: neural_priority
     conda:
         CONDA_ENV
     threads: 1
@@ -70,29 +79,17 @@ rule neural_run:
         res("benchmarks/neural_run_{game}_{critic}_{chunk}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
-        critic="learned|exact",
-        chunk=r"\d+",
-    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
+    priority: neural_priority
     conda:
         CONDA_ENV
-    # One core asked for, though XLA spreads a cycle over every core it sees: a job asking
-    # for two on a two-core machine never starts while one-core jobs keep one core busy,
-    # and would wait for all of them (bench/RESULTS.md). A cluster job gets two
-    # (profiles/slurm: set-threads), which XLA then uses.
-    threads: 1
+    threads: NEURAL_RUN_THREADS
     resources:
-        mem_mb=8000,
-        runtime=lambda wildcards: job_runtime_minutes(NEURAL, wildcards.game),
-        gpu=NEURAL["gpus_per_job"],
+        **NEURAL_RUN_RESOURCES,
     params:
         checkpoint=res("neural/{game}/jobs/{critic}_{chunk}_checkpoint"),
     shell:
-        (
-            "neurd neural-run --config {input.cfg} --game {wildcards.game}"
-            " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
-            " --curves {output.curves} --policies {output.policies}"
-            " --checkpoint {params.checkpoint}"
-        )
+        NEURAL_RUN_COMMAND
+        + " --checkpoint {params.checkpoint}"
         + (" --logits {output.logits}" if NEURAL_LOGITS else "")
         + " > {log} 2>&1"
 
@@ -103,16 +100,8 @@ rule neural_table:
     input:
         cfg=res("config/neural.json"),
         game=res("neural/{game}/game.npz"),
-        curves=lambda wildcards: [
-            res(f"neural/{g}/jobs/{c}_{k}_curves.parquet")
-            for g, c, k in NEURAL_JOBS
-            if g == wildcards.game
-        ],
-        policies=lambda wildcards: [
-            res(f"neural/{g}/jobs/{c}_{k}_policies.parquet")
-            for g, c, k in NEURAL_JOBS
-            if g == wildcards.game and c == main_critic(NEURAL)
-        ],
+        curves=neural_curves,
+        policies=neural_policies,
     output:
         nashconv=res("neural/{game}/nashconv.parquet"),
         policies=res("neural/{game}/policies.parquet"),
@@ -125,7 +114,7 @@ rule neural_table:
         res("benchmarks/neural_table_{game}.tsv")
     wildcard_constraints:
         game=NEURAL_GAME_PATTERN,
-    priority: lambda wildcards: PRIORITY_NEURAL + job_runtime_minutes(NEURAL, wildcards.game)
+    priority: neural_priority
     conda:
         CONDA_ENV
     threads: 1
@@ -163,7 +152,7 @@ rule neural_combine:
         mem_mb=4000,
         runtime=10,
     params:
-        out_dir=lambda wildcards, output: os.path.dirname(output.nashconv),
+        out_dir=combined_folder,
     shell:
         "neurd neural-combine --config {input.cfg} --nashconv {input.nashconv}"
         " --diagnostics {input.diagnostics} --summary {input.summary}"

@@ -1,17 +1,9 @@
 # The readings study (`make readings`; not a target of `rule all`): every reading of
 # config readings is a neural section of its own, run by the Fig 6 steps into
 # results/readings/<reading>/, then one grid of Fig 6's claims under every reading.
-import json
-
-from neurd.pipeline import neural as neural_stage
-from neurd.pipeline.readings import select_jobs, variant_sections
-
-READINGS = {
-    name: {"seed": config["seed"], **section} for name, section in variant_sections(config).items()
-}
-READING_NAMES = list(READINGS)
-READING_PATTERN = "|".join(READING_NAMES)
-READING_JOBS = {name: neural_stage.jobs(cfg) for name, cfg in READINGS.items()}
+# The readings (READINGS, READING_NAMES) and the functions of a job's wildcards are
+# common.smk's.
+READING_JOBS = {name: jobs(cfg) for name, cfg in READINGS.items()}
 
 
 rule readings_snapshot:
@@ -22,20 +14,11 @@ rule readings_snapshot:
         res("readings/{reading}/config/neural.json"),
     log:
         res("logs/readings_snapshot_{reading}.log"),
-    wildcard_constraints:
-        reading=READING_PATTERN,
     localrule: True
     conda:
         CONDA_ENV
     params:
-        cfg=lambda wildcards: json.dumps(
-            {
-                k: v
-                for k, v in READINGS[wildcards.reading].items()
-                if k not in neural_stage.SETTINGS
-            },
-            sort_keys=True,
-        ),
+        cfg=reading_snapshot,
     shell:
         "neurd config-snapshot --out {output} {params.cfg:q} > {log} 2>&1"
 
@@ -44,8 +27,9 @@ rule readings_snapshot:
 # combine steps are neural_table's and neural_combine's rules with the reading's paths
 # (use rule ... with). The run step is a rule of its own: its logits output is always there
 # (neural_run has one only with neural.logits_log, decided when the Snakefile is read, and
-# `use rule` can change a rule's files but not its command); its command is neural_run's
-# with that output added.
+# `use rule` can change a rule's files but not its command); its command, threads,
+# resources and priority are neural_run's (neural.smk), its own section's where they
+# depend on it.
 rule readings_run:
     """One job of one reading (as neural_run), with its logged runs' centred logits (the
     study's default logs some; a file with no rows where a reading logs none)."""
@@ -61,43 +45,26 @@ rule readings_run:
     benchmark:
         res("benchmarks/readings_run_{reading}_{game}_{critic}_{chunk}.tsv")
     wildcard_constraints:
-        reading=READING_PATTERN,
         game=NEURAL_GAME_PATTERN,
-        critic="learned|exact",
-        chunk=r"\d+",
+    priority: neural_priority
     conda:
         CONDA_ENV
-    threads: 2
+    threads: NEURAL_RUN_THREADS
     resources:
-        mem_mb=8000,
-        runtime=lambda wildcards: neural_stage.job_runtime_minutes(
-            READINGS[wildcards.reading], wildcards.game
-        ),
+        **NEURAL_RUN_RESOURCES,
     params:
         checkpoint=res("readings/{reading}/neural/{game}/jobs/{critic}_{chunk}_checkpoint"),
     shell:
-        "neurd neural-run --config {input.cfg} --game {wildcards.game}"
-        " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
-        " --curves {output.curves} --policies {output.policies} --logits {output.logits}"
-        " --checkpoint {params.checkpoint} > {log} 2>&1"
+        NEURAL_RUN_COMMAND
+        + " --logits {output.logits} --checkpoint {params.checkpoint} > {log} 2>&1"
 
 
 use rule neural_table as readings_table with:
     input:
         cfg=res("readings/{reading}/config/neural.json"),
         game=res("neural/{game}/game.npz"),
-        curves=lambda wildcards: [
-            res(f"readings/{wildcards.reading}/neural/{g}/jobs/{c}_{k}_curves.parquet")
-            for g, c, k in select_jobs(READING_JOBS[wildcards.reading], wildcards.game)
-        ],
-        policies=lambda wildcards: [
-            res(f"readings/{wildcards.reading}/neural/{g}/jobs/{c}_{k}_policies.parquet")
-            for g, c, k in select_jobs(
-                READING_JOBS[wildcards.reading],
-                wildcards.game,
-                neural_stage.main_critic(READINGS[wildcards.reading]),
-            )
-        ],
+        curves=neural_curves,
+        policies=neural_policies,
     output:
         nashconv=res("readings/{reading}/neural/{game}/nashconv.parquet"),
         policies=res("readings/{reading}/neural/{game}/policies.parquet"),
@@ -109,7 +76,6 @@ use rule neural_table as readings_table with:
     benchmark:
         res("benchmarks/readings_table_{reading}_{game}.tsv")
     wildcard_constraints:
-        reading=READING_PATTERN,
         game=NEURAL_GAME_PATTERN,
 
 
@@ -135,8 +101,6 @@ use rule neural_combine as readings_combine with:
         ci=res("readings/{reading}/neural/nashconv_ci.parquet"),
     log:
         res("logs/readings_combine_{reading}.log"),
-    wildcard_constraints:
-        reading=READING_PATTERN,
 
 
 rule readings_grid:
@@ -153,9 +117,7 @@ rule readings_grid:
         logits=[
             res(f"readings/{r}/neural/{g}/jobs/{c}_{k}_logits.parquet")
             for r in READING_NAMES
-            for g, c, k in select_jobs(
-                READING_JOBS[r], critic=neural_stage.main_critic(READINGS[r])
-            )
+            for g, c, k in select_jobs(READING_JOBS[r], critic=main_critic(READINGS[r]))
         ],
         matrix_cfg=res("config/matrix.json"),
         rps_cfg=res("config/rps.json"),

@@ -102,8 +102,6 @@ rule rps_ci:
         res("logs/rps_ci_{experiment}.log"),
     benchmark:
         res("benchmarks/rps_ci_{experiment}.tsv")
-    wildcard_constraints:
-        experiment="biased|nonstationary",
     conda:
         CONDA_ENV
     threads: 1

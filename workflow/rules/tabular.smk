@@ -1,12 +1,5 @@
 # Figure 4b (and its extras for other games): tabular counterfactual NeuRD vs
 # SPG, i.e. CFR with either local learner, on OpenSpiel games compiled once.
-from neurd.names import REFERENCE_SOLVERS
-from neurd.pipeline.tabular import (
-    check_runtime_minutes,
-    reference_runtime_minutes,
-    sweep_runtime_minutes,
-)
-
 TABULAR = config["tabular"]
 TABULAR_GAME_PATTERN = "|".join(TABULAR["games"])
 
@@ -24,7 +17,7 @@ rule compile_game:
         res("benchmarks/compile_game_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
-    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
+    priority: tabular_priority
     conda:
         CONDA_ENV
     threads: 1
@@ -53,13 +46,13 @@ rule tabular_sweep:
         res("benchmarks/tabular_sweep_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
-    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
+    priority: tabular_priority
     conda:
         CONDA_ENV
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=lambda wildcards: sweep_runtime_minutes(TABULAR, wildcards.game),
+        runtime=sweep_runtime,
     shell:
         "neurd tabular-sweep --config {input.cfg} --game {wildcards.game}"
         " --compiled {input.game} --out {output} > {log} 2>&1"
@@ -83,13 +76,13 @@ rule tabular_reference:
         res("benchmarks/tabular_reference_{game}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
-    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
+    priority: tabular_priority
     conda:
         CONDA_ENV
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=lambda wildcards: reference_runtime_minutes(TABULAR, wildcards.game),
+        runtime=reference_runtime,
     shell:
         "neurd tabular-reference --config {input.cfg} --game {wildcards.game}"
         " --compiled {input.game} --out {output} > {log} 2>&1"
@@ -110,14 +103,13 @@ rule tabular_openspiel_check:
         res("benchmarks/tabular_openspiel_check_{game}_{solver}.tsv")
     wildcard_constraints:
         game=TABULAR_GAME_PATTERN,
-        solver="|".join(REFERENCE_SOLVERS),
-    priority: lambda wildcards: PRIORITY_TABULAR + sweep_runtime_minutes(TABULAR, wildcards.game)
+    priority: tabular_priority
     conda:
         CONDA_ENV
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=lambda wildcards: check_runtime_minutes(TABULAR, wildcards.game),
+        runtime=check_runtime,
     shell:
         "neurd tabular-openspiel-check --config {input.cfg} --game {wildcards.game}"
         " --solver {wildcards.solver} --compiled {input.game} --reference {input.reference}"

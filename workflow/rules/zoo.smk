@@ -1,7 +1,7 @@
 # The zoo (`make zoo`; not a target of `rule all`): counterfactual NeuRD against SPG, CFR
 # and CFR+ on every game of OpenSpiel's registry that config zoo's rule selects, one job
 # per game, then the summary, the claims, both figures and the page's generated part.
-from neurd.pipeline.zoo import runtime_minutes, selection
+from neurd.pipeline.zoo import selection
 
 ZOO = config["zoo"]
 ZOO_GAMES = list(selection(ZOO)["games"])
@@ -27,7 +27,7 @@ rule zoo_game:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=lambda wildcards: runtime_minutes(ZOO, wildcards.game),
+        runtime=zoo_runtime,
     shell:
         "neurd zoo-game --config {input.cfg} --game {wildcards.game}"
         " --curves {output.curves} --checks {output.checks} > {log} 2>&1"
