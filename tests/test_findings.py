@@ -30,15 +30,15 @@ SPREAD = rf"mean average NashConv: NeuRD {NUMBER}, SPG {NUMBER}$"
 # (the page's words, whitespace folded; game; words of the claim; what the row's measured
 # text gives, the same numbers in the same order; how many of them the quote takes)
 QUOTES = [
-    ("NeuRD ends lower (2.83 vs 3.82,", "leduc", "lowest final", FINAL, 2),
-    ("pairs (3.33 vs 5.44)", "leduc", "average NashConv", AVERAGE, 2),
-    ("(spread 0.408 vs 1.78)", "leduc", "less sensitive", SPREAD, 2),
-    ("(0.230 vs 0.227; paired difference 0.0029, 95% CI [-0.011, 0.018]: tie)", "kuhn",
+    ("NeuRD ends lower (2.70 vs 3.75,", "leduc", "lowest final", FINAL, 2),
+    ("pairs (3.32 vs 5.46)", "leduc", "average NashConv", AVERAGE, 2),
+    ("(spread 0.354 vs 1.82)", "leduc", "less sensitive", SPREAD, 2),
+    ("(0.230 vs 0.227; paired difference 0.0025, 95% CI [-0.012, 0.017]: tie)", "kuhn",
      "lowest final", FINAL, 6),
     ("the lower average NashConv (0.47 vs 0.59,", "kuhn", "average NashConv", AVERAGE, 2),
     ("the smaller spread (0.22 vs 0.42)", "kuhn", "less sensitive", SPREAD, 2),
     ("with the exact q in the critic's place NeuRD ends below SPG (0.32 vs 0.36) while with "
-     "the learned critic it does not (0.53 vs 0.42), and NeuRD's critic is the less accurate "
+     "the learned critic it does not (0.54 vs 0.42), and NeuRD's critic is the less accurate "
      "one (RMS error 0.34 vs 0.21)", "kuhn", "exact q",
      rf"exact critic NeuRD {NUMBER}, SPG {NUMBER}; learned critic NeuRD {NUMBER}, SPG "
      rf"{NUMBER}; learned critic's final RMS error NeuRD {NUMBER}, SPG {NUMBER};", 6),
