@@ -525,7 +525,7 @@ def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
     """The publication's blocks in progress (each with the share of its cycles done), and the
     bytes the paper-scale run may still add to the repository's history."""
     from neurd import allocation
-    from neurd.neural.experiment import checkpoint_grid
+    from neurd.neural.plan import checkpoint_grid
     from neurd.pipeline.neural import parse_block
     from neurd.resume_states import state_folder
 

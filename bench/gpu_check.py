@@ -173,10 +173,10 @@ def _checkpoint_seconds(compiled, spec, game, states, etas, train) -> float:
     import jax.numpy as jnp
     import numpy as np
 
-    from neurd.neural import experiment
+    from neurd.neural.measurement import exact_setup, measure
     from neurd.precision import float64
 
-    form, tree64 = experiment._exact_setup(compiled)
+    form, tree64 = exact_setup(compiled)
     algorithms = list(states)
     timings = []
     for _ in range(3):
@@ -186,8 +186,7 @@ def _checkpoint_seconds(compiled, spec, game, states, etas, train) -> float:
         critic = np.concatenate([np.asarray(critics[a]) for a in algorithms])
         eta = np.concatenate([np.asarray(etas[a]) for a in algorithms]).astype(np.float64)
         with float64():
-            jax.block_until_ready(experiment._measure(form, tree64, tables, critic,
-                                                      jnp.asarray(eta), 1.0))
+            jax.block_until_ready(measure(form, tree64, tables, critic, jnp.asarray(eta), 1.0))
         timings.append(time.perf_counter() - start)
     return sorted(timings)[1]
 
@@ -282,7 +281,7 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
     import jax.numpy as jnp
 
     from neurd import games
-    from neurd.neural import experiment
+    from neurd.neural.measurement import exact_policies, exact_setup
     from neurd.precision import float64
     from neurd.tabular.evaluation import nash_conv
 
@@ -302,7 +301,7 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
     table_diff, value_diff = {}, {}
     for name in sorted({k.split("/")[0] for k in keys}):
         compiled = games.load(games_dir / name / "game.npz")
-        form, _ = experiment._exact_setup(compiled)
+        form, _ = exact_setup(compiled)
         legal = jnp.asarray(compiled.infostate_legal)
         for key in keys:
             g, critic, algorithm, leaf = key.split("/")
@@ -312,8 +311,7 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
             table_diff[label] = float(np.max(np.abs(cpu[key] - gpu[key])))
             evaluate = jax.jit(jax.vmap(partial(nash_conv, form)))
             with float64():
-                values = [np.asarray(evaluate(experiment.exact_policies(jnp.asarray(d[key]),
-                                                                        legal)))
+                values = [np.asarray(evaluate(exact_policies(jnp.asarray(d[key]), legal)))
                           for d in (cpu, gpu)]
             value_diff[label] = float(np.max(np.abs(values[0] - values[1])))
     check.check(f"CPU vs GPU policy tables within {AGREEMENT['table']}",
