@@ -481,4 +481,3 @@ def check_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> d
     return {"next_row": next_row, "rows": len(iterations), "pieces": pieces,
             "iteration": int(iterations[next_row - 1]) if next_row else 0,
             "iterations": int(iterations[-1])}
-

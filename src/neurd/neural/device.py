@@ -25,4 +25,3 @@ def device_description() -> dict:
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             info["driver"] = "unknown"
     return info
-

@@ -119,9 +119,7 @@ def network_nash_conv(spec: train.Spec, form, tensors, legal, params, sign=1.0, 
     return jax.vmap(one)(params)
 
 
-
 @jax.jit
 def phase_policies(tables, legal):
     """Float64 policies ``[P, C, I, A]`` of the float32 phase-end tables (a float64 scope)."""
     return exact_policies(tables, legal)
-

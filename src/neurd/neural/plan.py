@@ -87,7 +87,6 @@ def checkpoint_grid(phase_iterations: int, phases: int, geometric: int, linear: 
     return iterations.astype(np.int64), phase.astype(np.int64)
 
 
-
 def job_template(compiled: CompiledGame, plan: Plan) -> tuple[list, np.ndarray, np.ndarray]:
     """``(states, iterations, phases)``: the job's initial learner states (one per batch),
     whose leaves a saved state must match, and its checkpoint grid."""
@@ -97,4 +96,3 @@ def job_template(compiled: CompiledGame, plan: Plan) -> tuple[list, np.ndarray, 
     iterations, phases = checkpoint_grid(plan.phase_iterations, plan.phases, plan.geometric,
                                          plan.linear, plan.spec.critic_updates)
     return states, iterations, phases
-
