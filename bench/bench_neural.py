@@ -40,7 +40,7 @@ from open_spiel.python import rl_environment
 
 from neurd import engine, games
 from neurd.names import GAMES
-from neurd.neural import experiment, sampler, train
+from neurd.neural import measurement, sampler, train
 from neurd.precision import float64
 from neurd.tabular.histories import history_tree
 from neurd.tabular.policies import to_openspiel
@@ -96,12 +96,12 @@ def bench_nash_conv(compiled, rounds: int, batch: int) -> dict:
                                   tuple(range(batch)), 1)
     one = jax.tree_util.tree_map(lambda x: x[:1], states.policy)
     openspiel_game = pyspiel.load_game(compiled.game_string)
-    form, _ = experiment._exact_setup(compiled)
+    form, _ = measurement.exact_setup(compiled)
     legal = jnp.asarray(compiled.infostate_legal)
 
     def ours(params):
         with float64():
-            return experiment.network_nash_conv(spec, form, compiled.infostate_tensor, legal,
+            return measurement.network_nash_conv(spec, form, compiled.infostate_tensor, legal,
                                                 params)
 
     ours(one), ours(states.policy)  # compile both shapes

@@ -52,6 +52,7 @@ import sys
 import tarfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,7 @@ if sys.argv[1:2] != ["worker"]:
 sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_check  # noqa: E402  (bench/gpu_check.py: the check's workers and comparison)
+from segment_timing import make_spec, time_segments, worker_env  # noqa: E402  (bench/)
 
 if TYPE_CHECKING:
     from neurd import allocation
@@ -117,7 +119,7 @@ class Report:
 
 
 def _env(platform: str, src: Path = SRC, cache: Path | None = None, fraction=None) -> dict:
-    env = gpu_check._env(platform, True, src)
+    env = worker_env(platform, True, src)
     if cache is not None:
         env["JAX_COMPILATION_CACHE_DIR"] = str(cache)
         env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
@@ -278,68 +280,59 @@ def worker(args) -> int:
 
     rows = []
     out = Path(args.out)
-
-    def save() -> None:  # after every cell: a worker stopped at a deadline keeps what it timed
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(rows))
-        os.replace(tmp, out)
-
-    save()
+    _save_rows(out, rows)
     for cell in args.cells:
         name, critic, n = cell.split(":")
         compiled = games.load(Path(args.games) / name / "game.npz")
-        game = train.neural_game(compiled)
-        fields = {f.name for f in __import__("dataclasses").fields(train.Spec)}
-        extra = {"precision": "float32"} if "precision" in fields else {}
-        spec = train.Spec(critic=critic, **extra)
-        if args.variant != "default":  # this tree's own variants (a baseline tree has none)
-            from neurd.neural import variants
-
-            spec = variants.apply(spec, variants.parse(args.variant))
-        start = time.perf_counter()
-        states, keys, etas = gpu_check._setup(int(n) // 12, name, spec, game, train)
-        states = jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, 2,
-                                                         np.float32(1.0)))
+        # this tree's own variants (a baseline tree has none)
+        spec = make_spec("float32", critic, args.variant)
+        count = 40 if int(n) >= 240 else 100
+        timed = time_segments(compiled, name, spec, int(n) // 12, count,
+                              0 if args.compile_only else 2,
+                              ready=None if not args.sync else partial(_partners, args, cell),
+                              evaluation=args.evaluation)
+        if timed is None:
+            # a partner is gone (it failed): what this one times alone is not kept
+            print(f"{cell}: the other jobs did not come; stopped", flush=True)
+            return 0
         row = {"game": name, "critic": critic, "configurations": int(n),
                "parallel": args.parallel, "variant": args.variant,
-               "first_segment_seconds": round(
-                   time.perf_counter() - start, 2)}
+               "first_segment_seconds": round(timed.setup_seconds + timed.first_seconds, 2)}
         if not args.compile_only:
-            if args.sync:
-                ready = Path(args.sync) / cell
-                ready.mkdir(parents=True, exist_ok=True)
-                (ready / f"{args.slot}").touch()
-                wait_until = time.monotonic() + args.sync_seconds
-                while (len(list(ready.iterdir())) < args.parallel
-                       and time.monotonic() < wait_until):
-                    time.sleep(0.005)
-                if len(list(ready.iterdir())) < args.parallel:
-                    # a partner is gone (it failed): what this one times alone is not kept
-                    print(f"{cell}: the other jobs did not come; stopped", flush=True)
-                    return 0
-            count = 40 if int(n) >= 240 else 100
-            timings, first = [], 2
-            for _ in range(2):
-                t = time.perf_counter()
-                states = jax.block_until_ready(train.run_segment(
-                    spec, game, states, keys, etas, first, count, np.float32(1.0)))
-                timings.append(time.perf_counter() - t)
-                first += count
-            row["ms_per_cycle"] = round(1e3 * min(timings) / count, 4)
-            row["finite"] = bool(all(np.all(np.isfinite(np.asarray(x)))
-                                     for x in jax.tree_util.tree_leaves(states)))
+            row["ms_per_cycle"] = round(1e3 * min(timed.seconds) / count, 4)
+            row["finite"] = timed.finite
             if args.evaluation:
-                row["checkpoint_seconds"] = round(gpu_check._checkpoint_seconds(
-                    compiled, spec, game, states, etas, train), 4)
+                row["checkpoint_seconds"] = round(timed.checkpoint_seconds, 4)
         rows.append(row)
-        save()
+        _save_rows(out, rows)
         print(json.dumps(row), flush=True)
         if (args.profile and name in ("leduc", "goofspiel") and critic == "learned"
                 and int(n) == max(SIZES)):
             with jax.profiler.trace(str(Path(args.profile) / f"{name}-{n}")):
-                jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 500,
-                                                        20, np.float32(1.0)))
+                jax.block_until_ready(train.run_segment(spec, timed.game, timed.states,
+                                                        timed.keys, timed.etas, 500, 20,
+                                                        np.float32(1.0)))
     return 0
+
+
+def _save_rows(out: Path, rows: list[dict]) -> None:
+    """A worker's rows, rewritten after every cell: one stopped at a deadline keeps what it
+    timed."""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(rows))
+    os.replace(tmp, out)
+
+
+def _partners(args, cell: str) -> bool:
+    """Wait (at most ``--sync-seconds``) until the ``--parallel`` workers sharing the device
+    have all reached ``cell``; whether they did."""
+    ready = Path(args.sync) / cell
+    ready.mkdir(parents=True, exist_ok=True)
+    (ready / f"{args.slot}").touch()
+    wait_until = time.monotonic() + args.sync_seconds
+    while len(list(ready.iterdir())) < args.parallel and time.monotonic() < wait_until:
+        time.sleep(0.005)
+    return len(list(ready.iterdir())) >= args.parallel
 
 
 def given_variant(rows: list[dict]) -> str:
@@ -525,7 +518,7 @@ def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
     """The publication's blocks in progress (each with the share of its cycles done), and the
     bytes the paper-scale run may still add to the repository's history."""
     from neurd import allocation
-    from neurd.neural.experiment import checkpoint_grid
+    from neurd.neural.plan import checkpoint_grid
     from neurd.pipeline.neural import parse_block
     from neurd.resume_states import state_folder
 

@@ -38,39 +38,21 @@ import time
 from functools import partial
 from pathlib import Path
 
+# bench/segment_timing.py, beside this script: the timing routine every worker shares
+from segment_timing import SRC, batch, make_spec, time_segments, worker_env
+
 from neurd.publication import AGREEMENT_NASH_CONV
 
 GAMES = ("kuhn", "leduc", "goofspiel")
 EXACT = ("kuhn", "leduc")
-FLAG = "--xla_gpu_deterministic_ops=true"
 # CPU vs GPU after three cycles, float32 networks; the NashConv bound is the one a publication's
 # reproduction is held to (neurd.publication)
 AGREEMENT = {"table": 1e-3, "nash_conv": AGREEMENT_NASH_CONV}
 PAPER_CYCLES = 3 * 330_000 // 4  # policy updates of one paper-scale configuration
 PAPER_CHECKPOINTS = 3 * 71  # evaluations of one paper-scale job (3 phases x 71 points)
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 # --- workers (one subprocess each) ----------------------------------------------------------
-
-
-def _setup(seeds: int, name: str, spec, game, train):
-    """Batched states, keys and etas of ``seeds`` x 6 entropy levels x each algorithm.
-
-    Built here rather than by ``train.batch_inputs`` so that ``--baseline`` can time source
-    trees older than that function."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    entropies = np.asarray([0.0, 0.01, 0.03, 0.1, 0.3, 1.0], np.float32)
-    run_seeds = np.repeat(np.arange(seeds), len(entropies))
-    entropy_index = np.tile(np.arange(len(entropies)), seeds)
-    states = {a: train.initial_states(spec, game, 0, name, tuple(range(seeds)), len(entropies))
-              for a in spec.algorithms}
-    keys = {a: train.configuration_keys(0, name, i, entropy_index, run_seeds)
-            for i, a in enumerate(spec.algorithms)}
-    etas = {a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms}
-    return states, keys, etas
 
 
 def worker_cycles(args) -> None:
@@ -87,12 +69,8 @@ def worker_cycles(args) -> None:
         for critic in ("learned", "exact") if name in EXACT else ("learned",):
             if args.critic and critic != args.critic:
                 continue
-            spec = train.Spec(critic=critic, precision=args.precision)
-            if args.variant != "default":
-                from neurd.neural import variants
-
-                spec = variants.apply(spec, variants.parse(args.variant))
-            states, keys, etas = _setup(2, name, spec, game, train)
+            spec = make_spec(args.precision, critic, args.variant)
+            states, keys, etas = batch(2, name, spec, game)
             out = train.run_segment(spec, game, states, keys, etas, 0, args.cycles,
                                     np.float32(1.0))
             for a in spec.algorithms:
@@ -111,42 +89,27 @@ def worker_throughput(args) -> None:
     rows = []
     for name in args.game:
         compiled = games.load(Path(args.games) / name / "game.npz")
-        game = train.neural_game(compiled)
-        fields = {f.name for f in __import__("dataclasses").fields(train.Spec)}
-        spec = train.Spec(precision=args.precision) if "precision" in fields else train.Spec()
-        states, keys, etas = _setup(args.configs // 12, name, spec, game, train)
-        configs = sum(k.shape[0] for k in keys.values())
-        start = time.perf_counter()
-        states = jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, 2,
-                                                         np.float32(1.0)))
-        compile_s = time.perf_counter() - start
-        timings = []
-        first = 2
-        for _ in range(args.rounds):
-            start = time.perf_counter()
-            states = jax.block_until_ready(train.run_segment(
-                spec, game, states, keys, etas, first, args.cycles, np.float32(1.0)))
-            timings.append(time.perf_counter() - start)
-            first += args.cycles
+        spec = make_spec(args.precision)
+        timed = time_segments(compiled, name, spec, args.configs // 12, args.cycles,
+                              args.rounds, evaluation=args.measure)
         if args.profile:  # one segment of two cycles between cudaProfilerStart and Stop (ncu)
             runtime = _cudart()
             runtime.cudaProfilerStart()
-            jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, first, 2,
+            jax.block_until_ready(train.run_segment(spec, timed.game, timed.states, timed.keys,
+                                                    timed.etas, timed.next_cycle, 2,
                                                     np.float32(1.0)))
             runtime.cudaProfilerStop()
-        seconds = sorted(timings)[len(timings) // 2]
+        seconds = sorted(timed.seconds)[len(timed.seconds) // 2]
         ms_cycle = 1e3 * seconds / args.cycles
         row = {"game": name, "precision": getattr(spec, "precision", "default"),
-               "configurations": configs, "cycles": args.cycles,
+               "configurations": timed.configurations, "cycles": args.cycles,
                "ms_per_cycle": round(ms_cycle, 4),
                "configuration_iterations_per_second": round(
-                   configs * args.cycles * spec.critic_updates / seconds),
-               "compile_and_first_seconds": round(compile_s, 1),
-               "finite": bool(all(np.all(np.isfinite(np.asarray(x)))
-                                  for x in jax.tree_util.tree_leaves(states)))}
+                   timed.configurations * args.cycles * spec.critic_updates / seconds),
+               "compile_and_first_seconds": round(timed.first_seconds, 1),
+               "finite": timed.finite}
         if args.measure:
-            row["checkpoint_seconds"] = round(_checkpoint_seconds(compiled, spec, game, states,
-                                                                  etas, train), 4)
+            row["checkpoint_seconds"] = round(timed.checkpoint_seconds, 4)
         paper = PAPER_CYCLES * ms_cycle / 1e3 + PAPER_CHECKPOINTS * row.get(
             "checkpoint_seconds", 0.0)
         row["paper_scale_minutes"] = round(paper / 60.0, 2)
@@ -165,31 +128,6 @@ def _cudart():
                                      recursive=True)):
             return ctypes.CDLL(path)
     return ctypes.CDLL("libcudart.so")
-
-
-def _checkpoint_seconds(compiled, spec, game, states, etas, train) -> float:
-    """Seconds of one checkpoint's evaluation of every configuration (exact, float64)."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    from neurd.neural import experiment
-    from neurd.precision import float64
-
-    form, tree64 = experiment._exact_setup(compiled)
-    algorithms = list(states)
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        critics = train.critic_tables(spec, game, states)
-        tables = np.concatenate([np.asarray(states[a].table) for a in algorithms])
-        critic = np.concatenate([np.asarray(critics[a]) for a in algorithms])
-        eta = np.concatenate([np.asarray(etas[a]) for a in algorithms]).astype(np.float64)
-        with float64():
-            jax.block_until_ready(experiment._measure(form, tree64, tables, critic,
-                                                      jnp.asarray(eta), 1.0))
-        timings.append(time.perf_counter() - start)
-    return sorted(timings)[1]
 
 
 # --- the orchestrator -----------------------------------------------------------------------
@@ -265,14 +203,6 @@ def describe_device(env: dict) -> tuple[subprocess.CompletedProcess, str]:
     return info, smi.strip()
 
 
-def _env(platform: str, flag: bool = True, src: Path = SRC) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(src), JAX_PLATFORMS=platform,
-               XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if "deterministic_ops" not in f]
-    env["XLA_FLAGS"] = " ".join(flags + ([FLAG] if flag else []))
-    return env
-
-
 def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_dir: Path) -> None:
     import numpy as np
 
@@ -282,7 +212,7 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
     import jax.numpy as jnp
 
     from neurd import games
-    from neurd.neural import experiment
+    from neurd.neural.measurement import exact_policies, exact_setup
     from neurd.precision import float64
     from neurd.tabular.evaluation import nash_conv
 
@@ -302,7 +232,7 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
     table_diff, value_diff = {}, {}
     for name in sorted({k.split("/")[0] for k in keys}):
         compiled = games.load(games_dir / name / "game.npz")
-        form, _ = experiment._exact_setup(compiled)
+        form, _ = exact_setup(compiled)
         legal = jnp.asarray(compiled.infostate_legal)
         for key in keys:
             g, critic, algorithm, leaf = key.split("/")
@@ -312,8 +242,7 @@ def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_di
             table_diff[label] = float(np.max(np.abs(cpu[key] - gpu[key])))
             evaluate = jax.jit(jax.vmap(partial(nash_conv, form)))
             with float64():
-                values = [np.asarray(evaluate(experiment.exact_policies(jnp.asarray(d[key]),
-                                                                        legal)))
+                values = [np.asarray(evaluate(exact_policies(jnp.asarray(d[key]), legal)))
                           for d in (cpu, gpu)]
             value_diff[label] = float(np.max(np.abs(values[0] - values[1])))
     check.check(f"CPU vs GPU policy tables within {AGREEMENT['table']}",
@@ -347,10 +276,10 @@ def end_to_end(check: Check, snapshot: Path, games_dir: Path, platform: str) -> 
                "--policies", str(work / "policies.parquet"),
                "--checkpoint", str(work / "checkpoint")]
     first = check.run("neural-run, budget 0.05 min (stops)", command
-                      + ["--stop-after-minutes", "0.05"], _env(platform), needs=60)
+                      + ["--stop-after-minutes", "0.05"], worker_env(platform), needs=60)
     if first is None:
         return
-    second = check.run("neural-run, resumed", command, _env(platform), needs=40)
+    second = check.run("neural-run, resumed", command, worker_env(platform), needs=40)
     ok = (first.returncode == 75 and second is not None and second.returncode == 0
           and (work / "curves.parquet").exists() and not (work / "checkpoint").exists())
     check.check("neurd neural-run end to end on the GPU (stopped, resumed)", ok,
@@ -358,7 +287,7 @@ def end_to_end(check: Check, snapshot: Path, games_dir: Path, platform: str) -> 
                 f"{None if second is None else second.returncode}")
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="mode")
     p = sub.add_parser("cycles")
@@ -397,30 +326,25 @@ def main(argv=None) -> int:
     parser.add_argument("--no-throughput", action="store_true", help="skip the timing")
     parser.add_argument("--extra", action="store_true",
                         help="also time tensorfloat32 and no deterministic flag")
-    args = parser.parse_args(argv)
-    if args.mode == "cycles":
-        return worker_cycles(args) or 0
-    if args.mode == "throughput":
-        return worker_throughput(args) or 0
+    return parser
 
-    out, games_dir = Path(args.out), Path(args.games)
-    check = Check(out, args.deadline)
-    me = [sys.executable, str(Path(__file__).resolve())]
-    info, smi = describe_device(_env(args.platform))
-    check.report["device"] = f"{info.stdout.strip()} | {smi or 'no nvidia-smi'}"
-    check.save()
-    if args.platform != "cpu" and "gpu" not in info.stdout:
-        check.check("a GPU is visible to JAX", False, info.stdout + info.stderr[-500:])
-        return 1
 
+def _me() -> list[str]:
+    """The command line that runs this script (its workers)."""
+    return [sys.executable, str(Path(__file__).resolve())]
+
+
+def cycles(check: Check, args) -> None:
+    """Step 1: the cycles on the CPU and twice on the device, compared."""
+    out, games_dir, chosen = check.out, Path(args.games), ["--game", *args.game]
     files = {"cpu": out / "cycles_cpu.npz", "gpu": [out / "cycles_gpu_a.npz",
                                                    out / "cycles_gpu_b.npz"]}
-    chosen = ["--game", *args.game]
-    cpu = check.run("cycles on the CPU", me + ["cycles", "--games", str(games_dir), "--out",
-                                               str(files["cpu"]), *chosen], _env("cpu"), needs=30)
-    gpu = [check.run(f"cycles on the GPU ({k})", me + ["cycles", "--games", str(games_dir),
-                                                      "--out", str(f), *chosen],
-                     _env(args.platform), needs=30)
+    cpu = check.run("cycles on the CPU", _me() + ["cycles", "--games", str(games_dir), "--out",
+                                                  str(files["cpu"]), *chosen],
+                    worker_env("cpu"), needs=30)
+    gpu = [check.run(f"cycles on the GPU ({k})", _me() + ["cycles", "--games", str(games_dir),
+                                                         "--out", str(f), *chosen],
+                     worker_env(args.platform), needs=30)
            for k, f in zip("ab", files["gpu"])]
     done = [f for f, r in zip(files["gpu"], gpu) if r is not None and r.returncode == 0]
     if cpu is not None and cpu.returncode == 0 and done:
@@ -428,29 +352,50 @@ def main(argv=None) -> int:
     else:
         check.check("cycles ran on CPU and GPU", False, "see steps.log")
 
-    def throughput(code, src, precision, flag, measure, needs):
-        file = out / f"throughput_{code}_{precision}_{int(flag)}.json"
-        command = me + ["throughput", "--games", str(games_dir), "--precision", precision,
-                        "--configs", str(args.configs), "--out", str(file), *chosen] + (
-                            ["--measure"] if measure else [])
-        done = check.run(f"throughput {code} {precision} flag={flag}", command,
-                         _env(args.platform, flag, src), needs=needs)
-        if done is not None and done.returncode == 0:
-            for row in json.loads(file.read_text()):
-                check.report["throughput"].append(
-                    {"code": code, "precision": precision, "flag": flag, **row})
-            check.save()
 
+def throughput(check: Check, args, code: str, src: Path, precision: str, flag: bool,
+               measure: bool, needs: float) -> None:
+    """Step 3 for one source tree, precision and flag: a throughput worker's rows, kept in
+    the report."""
+    file = check.out / f"throughput_{code}_{precision}_{int(flag)}.json"
+    command = _me() + ["throughput", "--games", str(Path(args.games)), "--precision", precision,
+                       "--configs", str(args.configs), "--out", str(file),
+                       "--game", *args.game] + (["--measure"] if measure else [])
+    done = check.run(f"throughput {code} {precision} flag={flag}", command,
+                     worker_env(args.platform, flag, src), needs=needs)
+    if done is not None and done.returncode == 0:
+        for row in json.loads(file.read_text()):
+            check.report["throughput"].append(
+                {"code": code, "precision": precision, "flag": flag, **row})
+        check.save()
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.mode == "cycles":
+        return worker_cycles(args) or 0
+    if args.mode == "throughput":
+        return worker_throughput(args) or 0
+
+    check = Check(Path(args.out), args.deadline)
+    info, smi = describe_device(worker_env(args.platform))
+    check.report["device"] = f"{info.stdout.strip()} | {smi or 'no nvidia-smi'}"
+    check.save()
+    if args.platform != "cpu" and "gpu" not in info.stdout:
+        check.check("a GPU is visible to JAX", False, info.stdout + info.stderr[-500:])
+        return 1
+    cycles(check, args)
     if not args.no_throughput:
-        throughput("this", SRC, "float32", True, True, needs=60)
+        throughput(check, args, "this", SRC, "float32", True, True, needs=60)
     if args.baseline:
         # an older tree without neural.matmul_precision runs at XLA's default (its row says so)
-        throughput("baseline", Path(args.baseline), "float32", True, False, needs=60)
+        throughput(check, args, "baseline", Path(args.baseline), "float32", True, False,
+                   needs=60)
     if args.config:
-        end_to_end(check, Path(args.config), games_dir, args.platform)
+        end_to_end(check, Path(args.config), Path(args.games), args.platform)
     if args.extra:
-        throughput("this", SRC, "tensorfloat32", True, False, needs=60)
-        throughput("this", SRC, "float32", False, False, needs=60)
+        throughput(check, args, "this", SRC, "tensorfloat32", True, False, needs=60)
+        throughput(check, args, "this", SRC, "float32", False, False, needs=60)
     ours = [r for r in check.report["throughput"] if r["code"] == "this"
             and r["precision"] == "float32" and r["flag"]]
     if ours:

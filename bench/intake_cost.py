@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _machine import describe  # noqa: E402
 
 from neurd import games, intake  # noqa: E402
-from neurd.neural.experiment import checkpoint_grid  # noqa: E402
+from neurd.neural.plan import checkpoint_grid  # noqa: E402
 from neurd.stages import load_config, snapshot  # noqa: E402
 
 GAME, BLOCK = "goofspiel", "learned_s0-19"

@@ -19,7 +19,8 @@ from scipy import stats
 
 from neurd import engine, games, learners
 from neurd.names import GAMES, NEURD, SPG
-from neurd.neural import experiment, losses, sampler, train
+from neurd.neural import experiment, losses, measurement, sampler, train
+from neurd.neural.plan import checkpoint_grid
 from neurd.precision import float64
 from neurd.tabular import histories
 from neurd.tabular.evaluation import realization_plans
@@ -244,7 +245,7 @@ def test_exact_critic_runs_and_its_critic_error_is_not_reported(compiled):
 
 
 def test_checkpoint_grid_resolves_each_phase_and_ends_it():
-    iterations, phases = experiment.checkpoint_grid(1000, 3, 5, 4, 4)
+    iterations, phases = checkpoint_grid(1000, 3, 5, 4, 4)
     assert np.all(iterations % 4 == 0)
     for p in (1, 2, 3):
         mine = iterations[phases == p]
@@ -252,7 +253,7 @@ def test_checkpoint_grid_resolves_each_phase_and_ends_it():
         assert mine[1] - mine[0] == 4  # one policy update after the phase starts
         assert np.all(np.diff(mine) > 0)
     with pytest.raises(ValueError, match="multiple"):
-        experiment.checkpoint_grid(1002, 3, 5, 4, 4)
+        checkpoint_grid(1002, 3, 5, 4, 4)
 
 
 def test_network_policy_nash_conv_equals_openspiels(compiled):
@@ -262,12 +263,12 @@ def test_network_policy_nash_conv_equals_openspiels(compiled):
         game = compiled[name]
         spec = train.Spec()
         state = train.initial_states(spec, train.neural_game(game), 0, name, (4, 5), 1)
-        form, _ = experiment._exact_setup(game)
+        form, _ = measurement.exact_setup(game)
         legal = jnp.asarray(game.infostate_legal)
         with float64():
-            values, policies = experiment.network_nash_conv(
+            values, policies = measurement.network_nash_conv(
                 spec, form, game.infostate_tensor, legal, state.policy)
-            negated, _ = experiment.network_nash_conv(
+            negated, _ = measurement.network_nash_conv(
                 spec, form, game.infostate_tensor, legal, state.policy, -1.0)
         openspiel_game = pyspiel.load_game(GAMES[name].string)
         for value, policy in zip(np.asarray(values), np.asarray(policies)):

@@ -26,6 +26,8 @@ import pytest
 from neurd import games
 from neurd.names import GAMES
 from neurd.neural import experiment, train
+from neurd.neural.checkpoint import Checkpoint, check_resumable, meta_digest
+from neurd.neural.plan import checkpoint_grid
 
 COMPARED = ("nash_conv", "critic_rmse", "blocked", "critic_loss", "policies", "iteration",
             "phase")
@@ -78,7 +80,7 @@ def _write_meta(folder, meta, seal=True):
     if seal:
         meta["sha256"] = {p: hashlib.sha256((folder / p).read_bytes()).hexdigest()
                           for p in meta["parts"]}
-        meta["digest"] = experiment._meta_digest(meta)
+        meta["digest"] = meta_digest(meta)
     (folder / "meta.json").write_text(json.dumps(meta))
 
 
@@ -118,16 +120,16 @@ def _run(kuhn, folder, monkeypatch, caplog):
     """Run the job over ``folder`` (saving at every row); the results, whether the folder
     was still there when ``restore`` returned, and the warnings."""
     left = []
-    restore = experiment._Checkpoint.restore
+    restore = Checkpoint.restore
 
     def spy(self, *args, **kwargs):
         out = restore(self, *args, **kwargs)
         left.append(os.path.exists(os.path.join(self.path, "meta.json")))
         return out
 
-    monkeypatch.setattr(experiment._Checkpoint, "restore", spy)
+    monkeypatch.setattr(Checkpoint, "restore", spy)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger=experiment.log.name):
+    with caplog.at_level(logging.WARNING, logger="neurd.neural.checkpoint"):
         results = experiment.run(kuhn, _plan(), checkpoint_path=folder, checkpoint_seconds=0.0)
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     return results, left[0], warnings
@@ -212,7 +214,7 @@ def test_a_folder_that_cannot_be_written_is_refused_before_compute(kuhn, tmp_pat
         def denied(*args, **kwargs):
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(experiment, "atomic_path", denied)
+        monkeypatch.setattr("neurd.neural.checkpoint.atomic_path", denied)
     folder = tmp_path / "readonly"
     folder.mkdir()
     folder.chmod(0o555)
@@ -388,14 +390,14 @@ def test_the_exact_critic_writes_no_critic_error(stopped):
     """With the exact critic, the job never writes a critic error: a checkpoint holding one
     does not fit it, one holding none does (the check alone, without running the job)."""
     plan = _plan("exact")
-    iterations, phases = experiment.checkpoint_grid(8, 2, 1, 1, plan.spec.critic_updates)
+    iterations, phases = checkpoint_grid(8, 2, 1, 1, plan.spec.critic_updates)
     results = {k[len("result_"):]: _array(stopped, k) for k in _meta(stopped)["arrays"]
                if k.startswith("result_")}
     legal = int(games.compile_game(GAMES["kuhn"].string).infostate_legal.sum())
     pieces = _meta(stopped)["pieces"]
 
     def check(results):
-        experiment._check_resumable(plan, iterations, phases, 4, legal, 2, results, pieces)
+        check_resumable(plan, iterations, phases, 4, legal, 2, results, pieces)
 
     with pytest.raises(ValueError) as refused:
         check(results)
@@ -414,13 +416,13 @@ def test_a_job_logging_logits_resumes_to_the_logits_of_an_uninterrupted_run(kuhn
         experiment.run(kuhn, plan, checkpoint_path=folder, stop_after_seconds=0.0)
     saved = _array(folder, "result_logits")
     assert saved.shape == whole["logits"].shape and np.isnan(saved[2:]).all()
-    iterations, phases = experiment.checkpoint_grid(8, 2, 1, 1, plan.spec.critic_updates)
+    iterations, phases = checkpoint_grid(8, 2, 1, 1, plan.spec.critic_updates)
     results = {k[len("result_"):]: _array(folder, k) for k in _meta(folder)["arrays"]
                if k.startswith("result_")}
     legal = int(np.asarray(kuhn.infostate_legal).sum())
 
     def check(logits):
-        experiment._check_resumable(plan, iterations, phases, 4, legal, 2,
+        check_resumable(plan, iterations, phases, 4, legal, 2,
                                     {**results, "logits": logits}, _meta(folder)["pieces"])
 
     check(saved)

@@ -23,7 +23,7 @@ from jax.experimental import checkify
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import experiment, sampler, train
+from neurd.neural import checkpoint, experiment, measurement, sampler, train
 from neurd.precision import float64
 from neurd.tabular import histories
 
@@ -70,13 +70,13 @@ def test_the_exact_evaluation_indexes_nothing_out_of_range(compiled, name):
     """The float64 checkpoint evaluation (NashConv, exact q, reach) under the index checks:
     a history below a chance node reads column 0 of the policy, not its chance outcome."""
     game = compiled[name]
-    form, tree = experiment._exact_setup(game)
+    form, tree = measurement.exact_setup(game)
     rng = np.random.default_rng(0)
     tables = rng.random((2,) + game.infostate_legal.shape).astype(np.float32)
     tables = np.where(game.infostate_legal, tables, 0)
     tables /= tables.sum(-1, keepdims=True)
     with float64():
-        measure = checkify.checkify(experiment._measure.__wrapped__,
+        measure = checkify.checkify(measurement.measure.__wrapped__,
                                     errors=checkify.index_checks)
         error, (value, rmse, entropy, at) = jax.jit(measure)(
             form, tree, tables, np.zeros_like(tables), jnp.asarray([0.0, 0.3]), -1.0)
@@ -244,16 +244,16 @@ def _plan(name="kuhn", length=40):
 
 
 def test_a_checkpoint_is_cut_into_files_and_restored_exactly(tmp_path, compiled, monkeypatch):
-    monkeypatch.setattr(experiment, "PART_BYTES", 4096)
+    monkeypatch.setattr(checkpoint, "PART_BYTES", 4096)
     game = train.neural_game(compiled["leduc"])
     spec = train.Spec()
     states, _, _ = _setup(spec, game, "leduc")
     results = {"nash_conv": np.arange(12.0).reshape(3, 4),
                "phase_tables": np.ones((1, 4, 7), np.float32)}
-    saver = experiment._Checkpoint(tmp_path / "ck", {"job": 1})
+    saver = checkpoint.Checkpoint(tmp_path / "ck", {"job": 1})
     saver.save([states], 2, results, [{"piece": 0}])
     saver.save([states], 3, results, [{"piece": 0}, {"piece": 1}])  # a second generation
-    parts = sorted(p.name for p in (tmp_path / "ck").iterdir() if p.name != experiment.MARKER)
+    parts = sorted(p.name for p in (tmp_path / "ck").iterdir() if p.name != checkpoint.MARKER)
     assert "meta.json" in parts and len(parts) > 10
     assert all(p.startswith("part-1-") for p in parts if p != "meta.json")  # first one gone
     assert max((tmp_path / "ck" / p).stat().st_size for p in parts if p != "meta.json") < \
@@ -265,7 +265,7 @@ def test_a_checkpoint_is_cut_into_files_and_restored_exactly(tmp_path, compiled,
     for key, value in results.items():
         np.testing.assert_array_equal(out[key], value)
     # another job's checkpoint, or one whose leaves do not fit the job, is not used
-    assert experiment._Checkpoint(tmp_path / "ck", {"job": 2}).restore([states]) is None
+    assert checkpoint.Checkpoint(tmp_path / "ck", {"job": 2}).restore([states]) is None
     other = train.initial_states(train.Spec(hidden=(8,)), game, 0, "leduc", (0,), 2)
     assert saver.restore([{a: other for a in spec.algorithms}]) is None
 
@@ -289,7 +289,7 @@ def test_a_paper_scale_checkpoint_fits_files_of_16_mib(compiled, name):
                + 2 * configs * int(game.infostate_legal.sum()) * 4)
     total = configs * per_config + results
     assert total <= 64 * 2**20, f"{name}: {total / 2**20:.1f} MiB"
-    assert experiment.PART_BYTES < 16 * 2**20
+    assert checkpoint.PART_BYTES < 16 * 2**20
 
 
 def _config(tmp_path):

@@ -15,7 +15,7 @@ import yaml
 from test_publication import ROOT
 
 from neurd import cli, games, publication, resume_states
-from neurd.neural import experiment
+from neurd.neural import checkpoint
 from neurd.publication import BlockSource, PublicationError
 
 BLOCK = "learned_s0-1"
@@ -157,7 +157,7 @@ def _copy(state, tmp_path):
 def _reseal(folder, meta):
     meta["sha256"] = {p: hashlib.sha256((folder / p).read_bytes()).hexdigest()
                       for p in meta["parts"]}
-    meta["digest"] = experiment._meta_digest(meta)
+    meta["digest"] = checkpoint.meta_digest(meta)
     (folder / "meta.json").write_text(json.dumps(meta))
 
 

@@ -127,7 +127,7 @@ def cycles(cfg: Mapping, game: str) -> int:
 
 def checkpoints(cfg: Mapping, game: str) -> int:
     """Checkpoint evaluations of one run of ``game``."""
-    from neurd.neural.experiment import checkpoint_grid  # puts off JAX
+    from neurd.neural.plan import checkpoint_grid  # puts off JAX
 
     return len(checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
                                int(cfg["checkpoints"]["geometric"]),

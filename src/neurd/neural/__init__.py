@@ -1,7 +1,13 @@
 """Neural NeuRD and SPG (paper Section 5, Fig 6, Algorithm 1), on the compiled game.
 
-* :mod:`~neurd.neural.experiment`: one job of Fig 6 (:class:`~neurd.neural.experiment.Plan`,
-  :func:`~neurd.neural.experiment.run`): checkpoints, exact NashConv, saved state;
+* :mod:`~neurd.neural.experiment`: one job of Fig 6 run top to bottom
+  (:func:`~neurd.neural.experiment.run`);
+* :mod:`~neurd.neural.plan`: what a job runs (:class:`~neurd.neural.plan.Plan`) and its
+  checkpoint grid;
+* :mod:`~neurd.neural.measurement`: the exact float64 NashConv, critic error, entropy and
+  threshold share of the networks' policies at a checkpoint;
+* :mod:`~neurd.neural.checkpoint`: a job's saved state, a folder of ``.npz`` parts;
+* :mod:`~neurd.neural.device`: the device a job computes on, for its provenance;
 * :mod:`~neurd.neural.networks`: the policy and critic MLPs (flax);
 * :mod:`~neurd.neural.sampler`: whole episodes sampled on the compiled game's
   history arrays, with the entropy-regularised returns;
