@@ -251,6 +251,20 @@ def test_a_function_level_import_only_puts_off_a_heavy_package():
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_module_imports_a_private_name_of_another():
+    """A name with a leading underscore is its module's own: ``from neurd.x import _y`` is
+    refused (a public name imported under a private alias is fine)."""
+    wrong = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "")
+                                                     .split(".")[0] == "neurd"):
+                wrong += [f"{MODULES[module].relative_to(SOURCE)}:{node.lineno} imports "
+                          f"{alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_every_import_by_computed_name_is_declared():
     calls = defaultdict(int)
     for module, path in MODULES.items():
