@@ -8,12 +8,17 @@ Per game of the config section ``neural``:
   with the learned critic, or (for ``exact_critic_games``) the engine's exact
   ``q`` in its place; writes the job's curves and end-of-phase policies, and,
   where ``logits_log`` names runs, their centred logits at every checkpoint
-  (``<critic>_<chunk>_logits.parquet`` beside them, columns below);
-* ``neural-table``: the game's tables (columns below): ``nashconv``,
+  (``<critic>_<chunk>_logits.parquet`` beside them);
+* ``neural-table``: the game's tables: ``nashconv``,
   ``policies``, ``diagnostics``, ``summary`` (per run: final and average
   NashConv) and ``nashconv_ci`` (bootstrap over seeds);
 * ``neural-combine``: every game's tables in one of each under ``results/neural/``,
   the inputs of Fig 6.
+
+What each table holds, how a job's table is checked and what is derived from it is
+:mod:`neurd.neural.results`; which runs, jobs and seed blocks a config makes is
+:mod:`neurd.neural.runs`.  This module checks the section, estimates a job's resources
+and device, plans its jobs and runs the command-line steps.
 """
 
 from __future__ import annotations
