@@ -4,14 +4,46 @@ Importing neurd leaves JAX in float32; tests of double-precision work (the
 learners, dynamics, regret and engine internals, compared to 1e-12) ask for
 it with ``pytestmark = pytest.mark.usefixtures("float64")``, module-wide so
 that module-scoped fixtures are built in float64 too.
+
+``tiny_kuhn_config`` is the tiny neural config of Kuhn poker that the tests of
+published runs and of blocks in progress compute their blocks with.
 """
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from neurd.precision import float64 as _float64
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# 2 entropy levels, 3 seeds (one batch), 3 phases of 8 iterations, 1 + 2 checkpoints a phase
+TINY_KUHN = {"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3, "seeds_per_job": 3,
+             "seeds_per_batch": 3, "phase_iterations": {"kuhn": 8}, "exact_critic_games": [],
+             "hidden_sizes": [8], "critic_batch": 4, "policy_batch": 16,
+             "checkpoints": {"geometric": 1, "linear": 2}, "final_checkpoints": 2,
+             "bootstrap": {"resamples": 100}}
 
 
 @pytest.fixture(scope="module")
 def float64():
     with _float64():
         yield
+
+
+def _tiny_kuhn_config(**neural) -> dict:
+    """The neural snapshot of the default config with :data:`TINY_KUHN` (and ``neural``'s
+    keys) over its ``neural`` section, validated against the schemas."""
+    from neurd.stages import snapshot, validate
+
+    config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
+    config["neural"].update({**TINY_KUHN, **neural})
+    validate(config, ROOT / "workflow/schemas")
+    return snapshot(config, "neural")
+
+
+@pytest.fixture(scope="session")
+def tiny_kuhn_config():
+    """Makes a tiny Kuhn neural config snapshot: ``tiny_kuhn_config(**changes)``."""
+    return _tiny_kuhn_config

@@ -18,7 +18,7 @@ from neurd.audit import VERDICTS
 from neurd.config import load_snapshot
 from neurd.figures import fig6, style
 from neurd.names import NEURD, SPG
-from neurd.pipeline.neural import NASHCONV_COLUMNS
+from neurd.neural.results import NASHCONV_COLUMNS
 from neurd.precision import float64
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -337,7 +337,7 @@ def test_a_killed_job_resumes_to_identical_tables(tmp_path, compiled):
 
 
 def test_average_nash_conv_is_the_area_over_the_length_within_phases():
-    from neurd.pipeline.neural import average_nash_conv
+    from neurd.neural.results import average_nash_conv
 
     iteration = np.array([0, 50, 100, 100, 150, 200])
     phase = np.array([1, 1, 1, 2, 2, 2])

@@ -15,14 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from neurd import games, publication
 from neurd.figures import fig6
-from neurd.figures.fig6 import best_entropies
-from neurd.pipeline.neural import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS
+from neurd.neural.results import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS, summary_table
 from neurd.publication import BlockSource, PublicationError
 from neurd.publish import expected_snapshot, neural_defaults
+from neurd.stats import best_entropies
 from neurd.tables import read_metadata, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +87,7 @@ def test_published_policies_give_the_published_nashconv_with_openspiel(folder):
             curves = pd.read_parquet(base / "curves.parquet")
             nashconv = curves.set_index(["algorithm", "entropy", "seed", "phase",
                                          "iteration"]).nash_conv
-            best = best_entropies(publication.summary_table(cfg, curves), game)
+            best = best_entropies(summary_table(cfg, curves), game)
             kept = policies.groupby("algorithm").entropy.unique()
             assert {a: list(e) for a, e in kept.items()} == {a: [e] for a, e in best.items()}
             keys = ["algorithm", "entropy", "seed", "phase"]
@@ -136,23 +135,14 @@ def test_reproducing_no_cycle_is_refused():
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """A tiny Kuhn config (2 entropy levels, 3 seeds, 3 phases of 8 iterations) with its
+def tiny(tmp_path_factory, tiny_kuhn_config):
+    """The tiny Kuhn config (2 entropy levels, 3 seeds, 3 phases of 8 iterations) with its
     compiled game and three finished blocks of one seed each, made by ``neurd neural-run
     --seeds`` (every entropy level's policies)."""
     from neurd import cli
-    from neurd.stages import snapshot, validate
 
     root = tmp_path_factory.mktemp("tiny")
-    config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
-    config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3,
-                             "seeds_per_job": 3, "seeds_per_batch": 3,
-                             "phase_iterations": {"kuhn": 8}, "exact_critic_games": [],
-                             "hidden_sizes": [8], "critic_batch": 4, "policy_batch": 16,
-                             "checkpoints": {"geometric": 1, "linear": 2},
-                             "final_checkpoints": 2, "bootstrap": {"resamples": 100}})
-    validate(config, ROOT / "workflow/schemas")
-    cfg = snapshot(config, "neural")
+    cfg = tiny_kuhn_config()
     (root / "neural.json").write_text(json.dumps(cfg))
     compiled = games.compile_configured("kuhn", cfg["game_strings"], None, "neural")
     games.save(compiled, root / "kuhn.npz")
@@ -261,7 +251,7 @@ def test_an_interrupted_publish_is_undone_by_the_next(tiny, tmp_path, monkeypatc
         if len(calls) == 1:
             raise KeyboardInterrupt  # the process dies here
 
-    monkeypatch.setattr(publication.os, "rename", crash_after_first)
+    monkeypatch.setattr(publication.writer.os, "rename", crash_after_first)
     with pytest.raises(KeyboardInterrupt):
         _add(tiny, folder, 1)
     monkeypatch.undo()
@@ -282,7 +272,7 @@ def test_a_full_disk_is_named_and_changes_nothing(tiny, tmp_path, monkeypatch):
     def full(src, dst, *args, **kwargs):
         raise OSError(28, "No space left on device", str(dst))
 
-    monkeypatch.setattr(publication.shutil, "copyfile", full)
+    monkeypatch.setattr(publication.writer.shutil, "copyfile", full)
     with pytest.raises(PublicationError, match=r"writing .*published/tiny/\S+: No space left on "
                                                r"device; .*published/tiny is unchanged"):
         _add(tiny, folder, 1)
@@ -319,7 +309,7 @@ def _reseal(folder: Path) -> None:
     manifest = json.loads(path.read_text())
     for relative, entry in manifest["files"].items():
         if (folder / relative).is_file():
-            entry["sha256"] = publication._sha256(folder / relative)
+            entry["sha256"] = publication.sha256(folder / relative)
             entry["bytes"] = (folder / relative).stat().st_size
     path.write_text(json.dumps(manifest))
 
@@ -420,7 +410,7 @@ def test_links_and_oversized_files_are_refused(tiny, grown, tmp_path, monkeypatc
     (grown / BLOCK / "policies.parquet").unlink()
     shutil.copy(outside, grown / BLOCK / "policies.parquet")
     publication.check(grown)
-    monkeypatch.setattr(publication, "MAX_BYTES", 1000)
+    monkeypatch.setattr(publication.integrity, "MAX_BYTES", 1000)
     with pytest.raises(PublicationError, match="more than 0 MiB"):
         publication.check(grown)
 

@@ -11,8 +11,6 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
-from test_publication import ROOT
 
 from neurd import cli, games, publication, resume_states
 from neurd.neural import checkpoint
@@ -22,24 +20,14 @@ BLOCK = "learned_s0-1"
 STOP = ["--stop-after-minutes", "0.0001"]  # stops two checkpoint rows into each piece
 
 
-def _config(**neural):
-    from neurd.stages import snapshot, validate
-
-    config = yaml.safe_load(open(ROOT / "workflow/config/default.yaml"))
-    config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3,
-                             "seeds_per_job": 3, "seeds_per_batch": 3,
-                             "phase_iterations": {"kuhn": 16}, "exact_critic_games": [],
-                             "hidden_sizes": [8], "critic_batch": 4, "policy_batch": 16,
-                             "checkpoints": {"geometric": 1, "linear": 3},
-                             "final_checkpoints": 2, "bootstrap": {"resamples": 100}, **neural})
-    validate(config, ROOT / "workflow/schemas")
-    return snapshot(config, "neural")
+# the tiny Kuhn config with phases of 16 iterations and 1 + 3 checkpoints a phase
+RESUMED = {"phase_iterations": {"kuhn": 16}, "checkpoints": {"geometric": 1, "linear": 3}}
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def setup(tmp_path_factory, tiny_kuhn_config):
     root = tmp_path_factory.mktemp("resume")
-    cfg = _config()
+    cfg = tiny_kuhn_config(**RESUMED)
     (root / "neural.json").write_text(json.dumps(cfg))
     compiled = games.compile_configured("kuhn", cfg["game_strings"], None, "neural")
     games.save(compiled, root / "kuhn.npz")
@@ -169,8 +157,8 @@ def test_a_truncated_state_is_refused_naming_the_file(setup, state, tmp_path):
     assert part.name in message
 
 
-def test_a_state_of_another_config_is_refused(setup, tmp_path):
-    other = _config(policy_learning_rate=0.003)
+def test_a_state_of_another_config_is_refused(setup, tmp_path, tiny_kuhn_config):
+    other = tiny_kuhn_config(**RESUMED, policy_learning_rate=0.003)
     (setup["root"] / "other.json").write_text(json.dumps(other))
     checkpoint = tmp_path / "other"
     with pytest.raises(SystemExit):

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from neurd.pipeline.neural import critics, main_critic
+from neurd.neural.runs import configurations, critics, main_critic
 
 # A job's predicted time is start-up + overhead + SAFETY x (cycles x ms + checkpoints x
 # evaluation): the throughput was measured on short segments, the jobs run for minutes.
@@ -112,11 +112,6 @@ class Plan:
         return {"parallel": self.parallel, "notes": self.notes,
                 "blocks": [{**asdict(b), "name": b.name, "finishes": b.finishes}
                            for b in self.blocks]}
-
-
-def configurations(cfg: Mapping, seeds: int) -> int:
-    """Configurations of a block of ``seeds`` seeds (every algorithm and entropy level)."""
-    return len(cfg["algorithms"]) * len(cfg["entropies"]) * seeds
 
 
 def cycles(cfg: Mapping, game: str) -> int:

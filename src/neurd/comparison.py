@@ -25,6 +25,7 @@ from neurd import games, schema
 from neurd.config import ConfigError
 from neurd.games import CompiledGame, GameError
 from neurd.names import LEARNERS
+from neurd.neural import results as neural_tables
 from neurd.pipeline import neural as stage
 
 # The neural section's learning and table keys, at their defaults (those of
@@ -54,7 +55,7 @@ CRITICS = ("learned", "exact")
 @dataclass(frozen=True)
 class Comparison:
     """What :func:`compare` returns: the game's tables as the pipeline's ``neural-table``
-    step writes them (columns: :data:`neurd.pipeline.neural.TABLES`, ``results/README.md``),
+    step writes them (columns: :data:`neurd.neural.results.TABLES`, ``results/README.md``),
     and what made them."""
 
     nashconv: pd.DataFrame
@@ -134,10 +135,10 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
     cfg["game_strings"] = {name: compiled.game_string}
     plan = stage.plan(cfg, name, critic, 0)
     results = experiment.run(compiled, plan)
-    uniform = stage.uniform_nash_conv(compiled, cfg["phases"])
-    tables = stage.game_tables(
-        cfg, stage.run_table(cfg, name, critic, results, plan.configurations),
-        stage.policy_table(cfg, name, compiled, results, plan.configurations), uniform)
+    uniform = neural_tables.uniform_nash_conv(compiled, cfg["phases"])
+    tables = neural_tables.game_tables(
+        cfg, neural_tables.run_table(cfg, name, critic, results, plan.configurations),
+        neural_tables.policy_table(cfg, name, compiled, results, plan.configurations), uniform)
     return Comparison(**tables, uniform_nash_conv=uniform, game=compiled, config=cfg)
 
 

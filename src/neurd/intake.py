@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from neurd import games as game_files
-from neurd.pipeline.neural import parse_block, plan
+from neurd.neural.runs import parse_block
+from neurd.pipeline.neural import plan
 
 # How far a run of the same config on another device may be from the published numbers after
 # its first cycles: float32 learning agrees across devices in distribution, not bit for bit,

@@ -32,8 +32,9 @@ from neurd import games
 from neurd.config import ConfigError, require
 from neurd.configfile import read_config_file
 from neurd.names import game_title
+from neurd.neural.results import TABLES
+from neurd.neural.runs import parse_block
 from neurd.packs import unpack
-from neurd.pipeline.neural import TABLES, parse_block
 from neurd.pipeline.published import COMBINED
 from neurd.publication import (
     AGREEMENT_CYCLES,

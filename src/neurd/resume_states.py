@@ -41,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from neurd import games
-from neurd.pipeline.neural import block_plan, check_block, critics, parse_block
+from neurd.neural.runs import check_block, critics, parse_block
+from neurd.pipeline.neural import block_plan
 from neurd.tables import config_hash
 
 IN_PROGRESS = "in-progress"

@@ -1,4 +1,5 @@
-"""Statistics of the figures: bootstrap confidence intervals and areas under curves.
+"""Statistics of the figures: bootstrap confidence intervals, areas under curves, the best
+level of a grid.
 
 The paper's RPS figures (4a, 5) show the mean NashConv over 100 trajectories
 with "the 95% confidence interval computed with bootstrapping from 1000
@@ -148,3 +149,12 @@ def refined_optimum(x, y) -> tuple[float, bool]:
     a, b, _ = np.polyfit(x[i - 1:i + 2], y[i - 1:i + 2], 2)
     vertex = -b / (2 * a) if a > 0 else x[i]
     return float(10 ** np.clip(vertex, x[i - 1], x[i + 1])), True
+
+
+def best_entropies(summary, game: str) -> dict[str, float]:
+    """Per algorithm, the entropy level with the lowest mean final NashConv over seeds
+    (``summary``: a table of per-run ``game, algorithm, entropy, final_nash_conv``).  Fig 6
+    draws these levels and a publication keeps their policies."""
+    rows = summary[summary.game == game]
+    means = rows.groupby(["algorithm", "entropy"]).final_nash_conv.mean()
+    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()}

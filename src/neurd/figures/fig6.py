@@ -35,7 +35,7 @@ from neurd import names
 from neurd.audit import TIE_BELOW, Check, Claim, fmt, paired_check
 from neurd.figures import style
 from neurd.names import NEURD, SPG
-from neurd.stats import paired_difference_ci
+from neurd.stats import best_entropies, paired_difference_ci
 
 FIGURE = "fig6"
 INPUTS = {
@@ -50,13 +50,6 @@ PAPER_SEEDS = 40
 PANELS = "abcdefghijkl"
 SPREAD = 0.22  # half-width of the dots' spread over a box, in categories (_dots)
 LEVELS_CMAP = "viridis"
-
-
-def best_entropies(summary: pd.DataFrame, game: str) -> dict[str, float]:
-    """Per algorithm, the entropy level with the lowest mean final NashConv over seeds."""
-    rows = summary[summary.game == game]
-    means = rows.groupby(["algorithm", "entropy"]).final_nash_conv.mean()
-    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()}
 
 
 def _games(summary: pd.DataFrame) -> list[str]:

@@ -15,7 +15,10 @@
   line apart), NeuRD's logit threshold, the critic's regression loss;
 * :mod:`~neurd.neural.train`: the learning loop of every (algorithm, entropy
   level, seed) configuration of a game as one jitted program, in float32, with
-  the exact NashConv of the current network policy at checkpoints (float64).
+  the exact NashConv of the current network policy at checkpoints (float64);
+* :mod:`~neurd.neural.runs`: which runs a config makes (configurations, critics, seed
+  chunks and blocks); :mod:`~neurd.neural.results`: the tables of those runs, their
+  checks and what is derived from them (summary, CI), for the stage and the publication.
 
 NeuRD vs SPG on any game in one call, with the pipeline's defaults and tables, is
 :func:`neurd.comparison.compare` (``docs/neural.md``).

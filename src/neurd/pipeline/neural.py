@@ -8,12 +8,17 @@ Per game of the config section ``neural``:
   with the learned critic, or (for ``exact_critic_games``) the engine's exact
   ``q`` in its place; writes the job's curves and end-of-phase policies, and,
   where ``logits_log`` names runs, their centred logits at every checkpoint
-  (``<critic>_<chunk>_logits.parquet`` beside them, columns below);
-* ``neural-table``: the game's tables (columns below): ``nashconv``,
+  (``<critic>_<chunk>_logits.parquet`` beside them);
+* ``neural-table``: the game's tables: ``nashconv``,
   ``policies``, ``diagnostics``, ``summary`` (per run: final and average
   NashConv) and ``nashconv_ci`` (bootstrap over seeds);
 * ``neural-combine``: every game's tables in one of each under ``results/neural/``,
   the inputs of Fig 6.
+
+What each table holds, how a job's table is checked and what is derived from it is
+:mod:`neurd.neural.results`; which runs, jobs and seed blocks a config makes is
+:mod:`neurd.neural.runs`.  This module checks the section, estimates a job's resources
+and device, plans its jobs and runs the command-line steps.
 """
 
 from __future__ import annotations
@@ -24,12 +29,10 @@ import functools
 import logging
 import math
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 
 from neurd import games
@@ -37,95 +40,36 @@ from neurd.config import ConfigError, require
 from neurd.limits import MB, check_games, mlp_parameters, within
 from neurd.names import GAMES
 from neurd.neural import variants
+from neurd.neural.results import (
+    CURVES_COLUMNS,
+    LOGITS_COLUMNS,
+    POLICY_COLUMNS,
+    TABLES,
+    check_job_table,
+    game_tables,
+    logits_table,
+    policy_table,
+    run_table,
+    uniform_nash_conv,
+)
+from neurd.neural.runs import (
+    EXACT,
+    LEARNED,
+    check_block,
+    configurations,
+    critics,
+    jobs,  # noqa: F401 (the workflow's jobs, named with the stage's)
+    main_critic,
+    parse_block,  # noqa: F401 (as jobs)
+    seed_chunks,
+)
 from neurd.revision import git_revision
 from neurd.stage import Figure, Stage
-from neurd.stats import bootstrap_mean_ci
-from neurd.tables import InputFileError, config_hash, read_metadata, read_table, tidy, write_table
+from neurd.tables import config_hash, read_table, write_table
 
 log = logging.getLogger(__name__)
 
-LEARNED, EXACT = "learned", "exact"
 MAX_CONFIGURATIONS = 10_000  # per game: bounds the tables (every policy at every phase end)
-_RUN_DOCS = {
-    "game": "short name of the game (config neural.games; string in neural.game_strings)",
-    "algorithm": "'neurd': all-actions NeuRD (logits step along eta * A, thresholded at "
-                 "neural.beta); 'spg': all-actions softmax policy gradient (eta * pi * A)",
-    "entropy": "entropy regularisation level alpha of the reward transformation (Perolat "
-               "et al. 2020 call it eta), uniform reference policy; the figures' alpha",
-    "seed": "run seed: initial weights shared by every algorithm and entropy level",
-}
-_POINT_DOCS = {
-    "iteration": "learning iterations done (critic updates; one policy update every "
-                 "neural.critic_updates_per_policy_update of them)",
-    "phase": "phase of the reward (1-based; the payoff is negated in even phases); a phase "
-             "boundary appears as the last iteration of one phase and the first of the next",
-}
-NASHCONV_COLUMNS = {
-    **_RUN_DOCS, **_POINT_DOCS,
-    "nash_conv": "exact NashConv of the current network policy in the phase's (unregularised) "
-                 "game, computed by the engine in float64",
-    "policy_updates": "policy updates done (iteration / critic updates per policy update)",
-    "trajectories": "episodes sampled so far (critic and policy batches)",
-}
-DIAGNOSTIC_COLUMNS = {
-    "game": _RUN_DOCS["game"],
-    "critic": "'learned': the Q-network; 'exact': the engine's exact regularised q of the "
-              "current policy in the critic's place (neural.exact_critic_games)",
-    **{k: v for k, v in _RUN_DOCS.items() if k != "game"}, **_POINT_DOCS,
-    "nash_conv": NASHCONV_COLUMNS["nash_conv"],
-    "critic_rmse": "reach-weighted RMS error of the critic against the exact regularised "
-                   "continuation values of the current policy (NaN for the exact critic)",
-    "threshold_blocked": "share of NeuRD's nonzero logit pushes (visit-weighted, legal "
-                         "actions) the threshold blocked, mean over the policy updates since "
-                         "the previous checkpoint (0 for SPG; NaN at iteration 0)",
-    "critic_loss": "mean critic regression loss over the critic updates since the previous "
-                   "checkpoint (NaN at iteration 0)",
-    "policy_entropy": "entropy (nats) of the current policy, mean over information states "
-                      "weighted by the policy's own reach (0: deterministic where it plays)",
-    "at_threshold": "share of the legal (information state, action) pairs whose centred "
-                    "logit (log pi centred over the legal actions) is at or beyond "
-                    "+-neural.beta: where NeuRD's threshold stops pushing",
-}
-POLICY_COLUMNS = {
-    **_RUN_DOCS, **_POINT_DOCS,
-    "infostate": "OpenSpiel's information-state string",
-    "action": "OpenSpiel action id (legal actions only)",
-    "probability": "probability of the action under the network policy, float64 as "
-                   "evaluated (the float32 network output renormalised over legal actions)",
-}
-SUMMARY_COLUMNS = {
-    **_RUN_DOCS,
-    "final_nash_conv": "mean NashConv over the last neural.final_checkpoints checkpoints",
-    "average_nash_conv": "area under the NashConv curve over all iterations divided by its "
-                         "length (trapezoids within each phase): Fig 6 (d-f)",
-}
-CI_COLUMNS = {
-    "game": _RUN_DOCS["game"], "algorithm": _RUN_DOCS["algorithm"],
-    "entropy": _RUN_DOCS["entropy"], **_POINT_DOCS,
-    "mean": "mean NashConv over seeds",
-    "ci_low": "lower end of the bootstrap confidence interval of the mean (over seeds; NaN "
-              "with one seed)",
-    "ci_high": "upper end of the bootstrap confidence interval of the mean (over seeds; NaN "
-               "with one seed)",
-    "uniform_nash_conv": "NashConv of the uniform policy in the phase's game (the audit's "
-                         "yardstick for 'converges faster')",
-}
-CURVES_COLUMNS = {**DIAGNOSTIC_COLUMNS,
-                  **{k: NASHCONV_COLUMNS[k] for k in ("policy_updates", "trajectories")}}
-LOGITS_COLUMNS = {
-    **{k: v for k, v in DIAGNOSTIC_COLUMNS.items() if k in (*_RUN_DOCS, "critic")},
-    **_POINT_DOCS,
-    "infostate": POLICY_COLUMNS["infostate"],
-    "action": POLICY_COLUMNS["action"],
-    "centred_logit": "log pi of the action under the current network policy (pi floored at "
-                     "1e-30, float64 as evaluated) minus its mean over the state's legal "
-                     "actions: what the softmax keeps of the network's logits, and what "
-                     "NeuRD's threshold neural.beta bounds; runs of neural.logits_log only",
-}
-TABLES = {"nashconv": NASHCONV_COLUMNS, "policies": POLICY_COLUMNS,
-          "diagnostics": DIAGNOSTIC_COLUMNS, "summary": SUMMARY_COLUMNS,
-          "nashconv_ci": CI_COLUMNS}
-
 
 # --- config -------------------------------------------------------------------------------
 
@@ -159,7 +103,7 @@ def check(cfg: Mapping) -> None:
     require(cfg["seeds_per_job"] % cfg["seeds_per_batch"] == 0, "neural.seeds_per_job",
             f"must be a multiple of neural.seeds_per_batch ({cfg['seeds_per_batch']}), "
             f"got {cfg['seeds_per_job']}")
-    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * cfg["seeds"]
+    configs = configurations(cfg, cfg["seeds"])
     require(configs <= MAX_CONFIGURATIONS, "neural.seeds",
             f"{cfg['seeds']} seeds x {len(cfg['entropies'])} entropy levels x "
             f"{len(cfg['algorithms'])} algorithms is {configs} configurations per game, more "
@@ -185,13 +129,13 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
 
     sizes = check_games("neural", cfg, limits, need_tensor=True)
     grid = f"{len(cfg['algorithms'])} algorithms x {len(cfg['entropies'])} entropy levels"
-    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds"])
+    configs = configurations(cfg, cfg["seeds"])
     points = int(cfg["phases"]) * (2 + cfg["checkpoints"]["geometric"]
                                    + cfg["checkpoints"]["linear"])
     for game, size in sizes.items():
-        critics = 2 if game in cfg["exact_critic_games"] else 1
-        within(configs * points * critics, limits, "max_table_rows", "neural.checkpoints",
-               f"{game}: the NashConv table ({grid} x {cfg['seeds']} seeds x {critics} "
+        runs = len(critics(cfg, game))
+        within(configs * points * runs, limits, "max_table_rows", "neural.checkpoints",
+               f"{game}: the NashConv table ({grid} x {cfg['seeds']} seeds x {runs} "
                f"critics x up to {points} checkpoints), in rows,")
         within(configs * int(cfg["phases"]) * size.legal_pairs, limits, "max_table_rows",
                "neural.seeds", f"{game}: the policies table ({grid} x {cfg['seeds']} seeds x "
@@ -229,12 +173,12 @@ CPU_HOURS_WITHOUT_GPU = 24.0  # more than this on the CPU is refused unless neur
 def cpu_hours(cfg: Mapping, sizes: Mapping) -> dict[str, float]:
     """Estimated hours of each game's neural jobs, one after another on two CPU cores
     (``sizes``: game -> :class:`neurd.limits.GameSize`)."""
-    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds"])
+    configs = configurations(cfg, cfg["seeds"])
     hours = {}
     for game, size in sizes.items():
         rate = CPU_RATES.get(cfg["game_strings"][game], min(
             CPU_RATES[GAMES["kuhn"].string], 1 / (CPU_SECONDS_PER_INFOSTATE * size.infostates)))
-        runs = 2 if game in cfg["exact_critic_games"] and main_critic(cfg) != EXACT else 1
+        runs = len(critics(cfg, game))
         work = runs * configs * int(cfg["phase_iterations"][game]) * int(cfg["phases"])
         hours[game] = work / rate / 3600
     return hours
@@ -310,8 +254,8 @@ def job_memory_bytes(cfg: Mapping, size) -> int:
     configuration of the job: the end-of-phase tables kept until the end.
     """
 
-    batch = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_batch"])
-    job = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_job"])
+    batch = configurations(cfg, cfg["seeds_per_batch"])
+    job = configurations(cfg, cfg["seeds_per_job"])
     layers = [size.tensor_size, *cfg["hidden_sizes"], size.actions]
     copies = 2 if cfg.get("networks") == "per_player" else 1
     networks = 2 * copies * mlp_parameters(layers) * 4 * 4
@@ -351,51 +295,6 @@ def logged_configurations(cfg: Mapping) -> int:
     return len(cfg["algorithms"]) * len(seeds) * len(entropies)
 
 
-def seed_chunks(cfg: Mapping) -> list[tuple[int, ...]]:
-    """The run seeds ``0 .. seeds-1`` in chunks of ``seeds_per_job``: one job each."""
-    seeds, size = int(cfg["seeds"]), int(cfg["seeds_per_job"])
-    return [tuple(range(start, min(start + size, seeds))) for start in range(0, seeds, size)]
-
-
-# --- seed blocks --------------------------------------------------------------------------
-# A seed block is a job of its own size outside the Snakemake chunks: run seeds first..last
-# of one game and critic, every algorithm and entropy level, as ONE batch (one vmapped
-# program).  The paper-scale Fig 6 is computed in blocks sized to a short GPU allocation
-# (bench/gpu_allocation.py) and published a block at a time (neurd.publication).  A block's
-# numbers are fixed by the config, the game, the critic and its seeds; which batch a seed is
-# in moves float rounding only (as another device does), so a block records its batches.
-
-_BLOCK = re.compile(r"(learned|exact)_s(\d{1,4})-(\d{1,4})")
-
-
-def block_name(critic: str, first: int, last: int) -> str:
-    """``<critic>_s<first>-<last>``: the block's folder name."""
-    return f"{critic}_s{int(first)}-{int(last)}"
-
-
-def parse_block(name: str) -> tuple[str, int, int]:
-    """``(critic, first, last)`` of a block name; ValueError if it is not one."""
-    match = _BLOCK.fullmatch(name)
-    if not match or int(match.group(2)) > int(match.group(3)):
-        raise ValueError(f"{name!r} is not a seed block's name (<critic>_s<first>-<last>)")
-    return match.group(1), int(match.group(2)), int(match.group(3))
-
-
-def critics(cfg: Mapping, game: str) -> tuple[str, ...]:
-    """The critics ``game`` is run with: the main one, and the exact one too for
-    ``exact_critic_games``."""
-    main = main_critic(cfg)
-    return (main, EXACT) if game in cfg["exact_critic_games"] and main != EXACT else (main,)
-
-
-def check_block(cfg: Mapping, game: str, critic: str, first: int, last: int) -> None:
-    """Raise :class:`~neurd.config.ConfigError` unless the block is one of ``cfg``'s runs."""
-    require(game in cfg["games"], "neural.games", f"{game!r} is not a game of the config "
-            f"({list(cfg['games'])})")
-    require(critic in critics(cfg, game), "neural.exact_critic_games",
-            f"{game} is not run with the {critic} critic (critics: {list(critics(cfg, game))})")
-    require(0 <= first <= last < int(cfg["seeds"]), "neural.seeds",
-            f"seeds {first}-{last} are not run seeds 0-{int(cfg['seeds']) - 1}")
 
 
 def block_plan(cfg: Mapping, game: str, critic: str, first: int, last: int):
@@ -438,21 +337,6 @@ def export_settings(cfg: Mapping, gpus: int | None = None) -> None:
         os.environ.setdefault(name, value)
 
 
-def main_critic(cfg: Mapping) -> str:
-    """The critic of the runs Fig 6 draws (``neural.critic``; learned before the key existed)."""
-    return cfg.get("critic", LEARNED)
-
-
-def jobs(cfg: Mapping) -> list[tuple[str, str, int]]:
-    """Every job as (game, critic, chunk): the main critic's, and the exact critic's too for
-    ``exact_critic_games``."""
-    out, main = [], main_critic(cfg)
-    for game in cfg["games"]:
-        extra = (EXACT,) if game in cfg["exact_critic_games"] and main != EXACT else ()
-        for critic in (main, *extra):
-            out += [(game, critic, k) for k in range(len(seed_chunks(cfg)))]
-    return out
-
 
 def spec(cfg: Mapping, critic: str):
     from neurd.neural.train import Spec
@@ -482,138 +366,13 @@ def plan(cfg: Mapping, game: str, critic: str, chunk: int):
 
 def job_runtime_minutes(cfg: Mapping, game: str) -> int:
     """Wall time to ask a scheduler for one job: configurations x iterations / throughput."""
-    configs = len(cfg["algorithms"]) * len(cfg["entropies"]) * int(cfg["seeds_per_job"])
+    configs = configurations(cfg, cfg["seeds_per_job"])
     work = configs * int(cfg["phase_iterations"][game]) * int(cfg["phases"])
     seconds = work / float(cfg["throughput"][game]) if game in cfg["throughput"] else 3600.0
     return int(math.ceil(2.0 * seconds / 60.0)) + 10
 
 
 # --- tables -------------------------------------------------------------------------------
-
-
-def run_table(cfg: Mapping, game: str, critic: str, results: Mapping, configurations
-              ) -> pd.DataFrame:
-    """The job's curves: one row per (configuration, checkpoint)."""
-    algorithm, entropy, seed = (np.asarray(x) for x in zip(*configurations))
-    iterations = np.asarray(results["iteration"])
-    ratio = int(cfg["critic_updates_per_policy_update"])
-    updates = iterations // ratio
-    return tidy([{"iteration": iterations, "phase": np.asarray(results["phase"]),
-                  "policy_updates": updates,
-                  "trajectories": iterations * int(cfg["critic_batch"])
-                  + updates * int(cfg["policy_batch"])},
-                 {"algorithm": algorithm, "entropy": entropy.astype(float),
-                  "seed": seed.astype(np.int64)}],
-                {"nash_conv": results["nash_conv"], "critic_rmse": results["critic_rmse"],
-                 "threshold_blocked": results["blocked"], "critic_loss": results["critic_loss"],
-                 "policy_entropy": results["policy_entropy"],
-                 "at_threshold": results["at_threshold"]},
-                game=game, critic=critic)
-
-
-def policy_table(cfg: Mapping, game: str, compiled, results: Mapping, configurations
-                 ) -> pd.DataFrame:
-    """Every configuration's policy at the end of each phase, legal actions only."""
-    rows, cols = np.nonzero(compiled.infostate_legal)
-    algorithm, entropy, seed = (np.asarray(x) for x in zip(*configurations))
-    phases = np.arange(1, int(cfg["phases"]) + 1)
-    policies = np.asarray(results["policies"])[:, :, rows, cols]  # [P, C, legal pairs]
-    return tidy([{"phase": phases, "iteration": phases * int(cfg["phase_iterations"][game])},
-                 {"algorithm": algorithm, "entropy": entropy.astype(float),
-                  "seed": seed.astype(np.int64)},
-                 {"infostate": compiled.infostate_string[rows].astype(object),
-                  "action": cols.astype(np.int64)}],
-                {"probability": policies}, game=game)[list(POLICY_COLUMNS)]
-
-
-def logits_table(game: str, critic: str, compiled, results: Mapping, plan) -> pd.DataFrame:
-    """The logged runs' centred logits: one row per (run, checkpoint, legal action); no row
-    where the plan logs none."""
-    rows, cols = np.nonzero(compiled.infostate_legal)
-    chosen = [plan.configurations[c] for c in plan.logged]
-    algorithm = np.asarray([a for a, _, _ in chosen], dtype=object)
-    entropy = np.asarray([e for _, e, _ in chosen], dtype=float)
-    seed = np.asarray([s for _, _, s in chosen], dtype=np.int64)
-    return tidy([{"algorithm": algorithm, "entropy": entropy, "seed": seed},
-                 {"iteration": np.asarray(results["iteration"]),
-                  "phase": np.asarray(results["phase"])},
-                 {"infostate": compiled.infostate_string[rows].astype(object),
-                  "action": cols.astype(np.int64)}],
-                {"centred_logit": np.swapaxes(np.asarray(results["logits"]), 0, 1)},
-                game=game, critic=critic)[list(LOGITS_COLUMNS)]
-
-
-def average_nash_conv(iteration: np.ndarray, phase: np.ndarray, nash_conv: np.ndarray) -> float:
-    """Area under the curve over all iterations / its length, trapezoids within each phase."""
-    area = sum(np.trapezoid(nash_conv[phase == p], iteration[phase == p])
-               for p in np.unique(phase))
-    return float(area / (iteration.max() - iteration.min()))
-
-
-def summary_table(cfg: Mapping, nashconv: pd.DataFrame) -> pd.DataFrame:
-    """Per run: final NashConv (mean of the last checkpoints) and average NashConv."""
-    last = int(cfg["final_checkpoints"])
-    rows = []
-    for key, run in nashconv.groupby(["game", "algorithm", "entropy", "seed"], sort=True):
-        run = run.sort_values(["iteration", "phase"])
-        rows.append((*key, float(run.nash_conv.iloc[-last:].mean()),
-                     average_nash_conv(run.iteration.to_numpy(), run.phase.to_numpy(),
-                                       run.nash_conv.to_numpy())))
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-
-
-def uniform_nash_conv(compiled, phases: int) -> np.ndarray:
-    """``[phases]``: NashConv of the uniform policy in each phase's game (payoff negated in
-    even phases)."""
-    from neurd import engine
-
-    values = {}
-    for sign in (1.0, -1.0):
-        game = compiled if sign > 0 else games.negated(compiled)
-        values[sign] = float(engine.nash_conv(game, engine.uniform_policy(game)))
-    return np.array([values[1.0 if p % 2 else -1.0] for p in range(1, phases + 1)])
-
-
-def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.DataFrame:
-    """Mean NashConv and its bootstrap CI over seeds per (algorithm, entropy, checkpoint)."""
-    b = cfg["bootstrap"]
-    frames = []
-    for (game, algorithm, entropy), rows in nashconv.groupby(["game", "algorithm", "entropy"],
-                                                             sort=True):
-        wide = rows.pivot_table(index="seed", columns=["iteration", "phase"],
-                                values="nash_conv", aggfunc="first")
-        wide = wide.sort_index(axis=1, level=["iteration", "phase"])
-        if len(wide) >= 2:
-            mean, low, high = bootstrap_mean_ci(wide.to_numpy(), resamples=b["resamples"],
-                                                confidence=b["confidence"], method=b["method"],
-                                                seed=cfg["seed"])
-        else:  # one seed (a publication's first block): a mean, and no interval
-            mean = wide.to_numpy()[0]
-            low = high = np.full_like(mean, np.nan)
-        points = wide.columns.to_frame(index=False)
-        frames.append(pd.DataFrame({
-            "game": game, "algorithm": algorithm, "entropy": entropy,
-            "iteration": points.iteration.to_numpy(), "phase": points.phase.to_numpy(),
-            "mean": mean, "ci_low": low, "ci_high": high,
-            "uniform_nash_conv": uniform[points.phase.to_numpy() - 1]}))
-    return pd.concat(frames, ignore_index=True)[list(CI_COLUMNS)]
-
-
-def game_tables(cfg: Mapping, curves: pd.DataFrame, policies: pd.DataFrame,
-                uniform: np.ndarray) -> dict:
-    """A game's five tables from its jobs' curves and policies."""
-    order = ["critic", "algorithm", "entropy", "seed", "iteration", "phase"]
-    curves = curves.sort_values(order, kind="stable").reset_index(drop=True)
-    main = curves[curves.critic == main_critic(cfg)]
-    nashconv = main[list(NASHCONV_COLUMNS)].reset_index(drop=True)
-    return {
-        "nashconv": nashconv,
-        "policies": policies.sort_values(["algorithm", "entropy", "seed", "phase"],
-                                         kind="stable").reset_index(drop=True),
-        "diagnostics": curves[list(DIAGNOSTIC_COLUMNS)],
-        "summary": summary_table(cfg, nashconv),
-        "nashconv_ci": ci_table(cfg, nashconv, uniform),
-    }
 
 
 # --- command-line steps -------------------------------------------------------------------
@@ -719,28 +478,6 @@ def _run_step(args, cfg) -> None:
     if args.logits is not None:
         write_table(logits_table(args.game, args.critic, compiled, results, job),
                     args.logits, columns=LOGITS_COLUMNS, config=cfg, extra=extra)
-
-
-def check_job_table(path, cfg: Mapping, game: str, critic: str | None = None) -> dict:
-    """A job's table's metadata, checked to be ``cfg``'s run of ``game`` (its config hash,
-    game string and, where given, critic); else :class:`~neurd.tables.InputFileError`
-    naming the file and what differs."""
-    try:
-        meta = read_metadata(path)
-    except (OSError, ValueError) as error:
-        raise InputFileError(f"{path} cannot be read as a table ({error})") from None
-    problems = []
-    if meta.get("config_hash") != config_hash(cfg):
-        problems.append(f"made from another config (hash {meta.get('config_hash')}, this one's "
-                        f"{config_hash(cfg)})")
-    if meta.get("game_string") != cfg["game_strings"].get(game):
-        problems.append(f"of the game {meta.get('game_string')!r}, not {game}'s "
-                        f"{cfg['game_strings'].get(game)!r}")
-    if critic is not None and meta.get("critic") != critic:
-        problems.append(f"of the {meta.get('critic')} critic, not the {critic}")
-    if problems:
-        raise InputFileError(f"{path} is not this config's {game} job: " + "; ".join(problems))
-    return meta
 
 
 def _table_step(args, cfg) -> None:

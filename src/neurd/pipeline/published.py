@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from neurd.config import ConfigError
-from neurd.publication import MANIFEST, PublicationError, _read_manifest, published_games
+from neurd.publication import MANIFEST, PublicationError, published_games, read_manifest
 from neurd.publication import check as check_publication
 from neurd.stage import Figure, Stage
 
@@ -41,7 +41,7 @@ def drawn(cfg: Mapping) -> bool:
 
 def inputs(cfg: Mapping) -> list[str]:
     """Every file of the publication (the manifest and what it lists)."""
-    manifest = _read_manifest(Path(cfg["folder"]))
+    manifest = read_manifest(Path(cfg["folder"]))
     return [f"{cfg['folder']}/{MANIFEST}", *(f"{cfg['folder']}/{f}" for f in manifest["files"])]
 
 
