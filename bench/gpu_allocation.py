@@ -609,7 +609,7 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     return dict(record, folder=folder if ok else None, state=state if paused else None)
 
 
-def run_jobs(report: Report, cfg: dict, step: allocation.Plan, results: Path, platform: str,
+def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Path, platform: str,
              cache: Path, hard_deadline: float, publication: Path, variant: str = "default"
              ) -> tuple[list, list]:
     """The plan's blocks, ``step.parallel`` at a time (one queue per slot); ``(finished,

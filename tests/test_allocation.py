@@ -437,7 +437,7 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
 
     def allocate(block, deadline):
         report = bench.Report(tmp_path / f"out{len(list(tmp_path.glob('out*')))}", 5)
-        step = allocation.Plan(1, [block])
+        step = allocation.Allocation(1, [block])
         found = bench.run_jobs(report, cfg, step, results, "cpu", cache,
                                time.monotonic() + deadline, folder)
         return report, found

@@ -80,7 +80,7 @@ def test_logits_are_logged_in_the_study_only_and_the_key_is_not_a_setting():
                                                     .read_text()))
         validate(config, SCHEMAS)
         assert "logits_log" not in snapshot(config, "neural")
-        assert not neural.logs_logits(config["neural"])
+        assert not neural.logits_logged(config["neural"])
         for name, section in variant_sections(config).items():
             assert section["logits_log"] == {"seeds": [0], "entropies": [0.0, 0.01]}, name
             assert neural.plan({**section, "seed": 0}, "kuhn", "learned", 0).logged, name

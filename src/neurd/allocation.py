@@ -94,7 +94,7 @@ class InProgress:
 
 
 @dataclass
-class Plan:
+class Allocation:
     """An allocation's block pieces, the parallel jobs they assume, and why anything was left."""
 
     parallel: int
@@ -238,7 +238,7 @@ class Schedule:
 
     parallel: int
     sizes: dict[str, int]
-    plans: list[Plan]
+    plans: list[Allocation]
     complete: bool
     history_bytes: float
     gpu_seconds: float
@@ -310,12 +310,12 @@ def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job
 
 
 def _allocation(jobs: list[_Job], throughput: Throughput, parallel: int, seconds: float
-                ) -> tuple[Plan, list[_Job]]:
+                ) -> tuple[Allocation, list[_Job]]:
     """Place ``jobs`` (in order, each in the slot with the most time left) into one
     allocation of ``parallel`` slots of ``seconds``; return its plan and the jobs left (a block
     stopped in this allocation first, with its share done)."""
     free = [float(seconds)] * parallel
-    step, left, carried = Plan(parallel=parallel), [], []
+    step, left, carried = Allocation(parallel=parallel), [], []
     for job in jobs:
         slot = max(range(parallel), key=lambda k: free[k])
         fixed = throughput.startup(job.game)
@@ -372,7 +372,7 @@ def _simulate(cfg, published, in_progress, throughput, bytes_, parallel, sizes,
                 first[game] = k
             if have[game] >= total and game not in full:
                 full[game] = k
-    return Schedule(parallel, dict(sizes), plans or [Plan(parallel)], not jobs, history, gpu,
+    return Schedule(parallel, dict(sizes), plans or [Allocation(parallel)], not jobs, history, gpu,
                     first, full, {g: min(have[g], total) for g in cfg["games"]}, capped)
 
 
@@ -407,7 +407,7 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
                                       < best.key(history_left)):
                 best = found
     if best is None:
-        return Schedule(1, {}, [Plan(1, notes=["no throughput measured: nothing can be "
+        return Schedule(1, {}, [Allocation(1, notes=["no throughput measured: nothing can be "
                                                 "planned"])], False, 0.0, 0.0, {}, {})
     if best.history_bytes > history_left or best.capped:
         best.plans[0].notes.append(
@@ -424,7 +424,7 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
 
 
 def plan(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
-         seconds: float, max_parallel: int = 3, **keywords) -> Plan:
+         seconds: float, max_parallel: int = 3, **keywords) -> Allocation:
     """This allocation's plan: the first of :func:`schedule`'s allocations."""
     return schedule(cfg, published, throughput, seconds, max_parallel=max_parallel,
                     **keywords).plans[0]

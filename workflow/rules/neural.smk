@@ -1,7 +1,7 @@
 # Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
-from neurd.pipeline.neural import export_settings, jobs, logs_logits
+from neurd.pipeline.neural import export_settings, jobs, logits_logged
 
 NEURAL = config["neural"]
 # How often a job saves its state, and how much GPU memory it takes, change no number, so
@@ -14,7 +14,7 @@ NEURAL_JOBS = jobs(NEURAL)
 NEURAL_GAME_PATTERN = "|".join(NEURAL["games"])
 # neural.logits_log (off by default) adds the jobs' logits files; off, the rule has no logits
 # output and its command no --logits (a changed command reruns every job).
-NEURAL_LOGITS = logs_logits(NEURAL)
+NEURAL_LOGITS = logits_logged(NEURAL)
 # A job's command, shared with the readings study's jobs (readings.smk), which add their
 # files after it.
 NEURAL_RUN_COMMAND = (

@@ -110,7 +110,7 @@ def check(cfg: Mapping) -> None:
             f"than {MAX_CONFIGURATIONS} (the paper runs 480)")
     require(cfg["final_checkpoints"] <= cfg["checkpoints"]["linear"], "neural.final_checkpoints",
             f"must not exceed neural.checkpoints.linear ({cfg['checkpoints']['linear']})")
-    seeds, entropies = logits_log(cfg)
+    seeds, entropies = logit_log_runs(cfg)
     require(bool(seeds) == bool(entropies), "neural.logits_log",
             f"names seeds {list(seeds)} and entropies {list(entropies)}: the runs logged are "
             "every seed at every entropy level named, so name both or neither")
@@ -140,7 +140,7 @@ def inspect(cfg: Mapping, limits: Mapping) -> None:
         within(configs * int(cfg["phases"]) * size.legal_pairs, limits, "max_table_rows",
                "neural.seeds", f"{game}: the policies table ({grid} x {cfg['seeds']} seeds x "
                f"{cfg['phases']} phases x {size.legal_pairs} legal actions), in rows,")
-        within(logged_configurations(cfg) * points * size.legal_pairs, limits,
+        within(logit_logged_configurations(cfg) * points * size.legal_pairs, limits,
                "max_table_rows", "neural.logits_log",
                f"{game}: a job's logits table ({len(cfg['algorithms'])} algorithms x the "
                f"runs named x up to {points} checkpoints x {size.legal_pairs} legal actions), "
@@ -266,32 +266,32 @@ def job_memory_bytes(cfg: Mapping, size) -> int:
     kept = int(cfg["phases"]) * size.infostates * size.actions * 4
     points = int(cfg["phases"]) * (2 + cfg["checkpoints"]["geometric"]
                                    + cfg["checkpoints"]["linear"])
-    logits = logged_configurations(cfg) * points * size.infostates * size.actions * 8
+    logits = logit_logged_configurations(cfg) * points * size.infostates * size.actions * 8
     return int(batch * (networks + episodes + exact) + job * kept + logits)
 
 
-def logits_log(cfg: Mapping) -> tuple[tuple[int, ...], tuple[float, ...]]:
+def logit_log_runs(cfg: Mapping) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """``(seeds, entropies)`` of ``neural.logits_log``: the runs whose centred logits are
     kept at every checkpoint (every algorithm's, at each of those seeds and levels).
 
     Off (``((), ())``) when the key is absent, as it is by default: the key has no
-    schema default, so that a config without it keeps the snapshot, the config hash and
-    every table's metadata it had before the key existed (nothing reruns, no publication
-    goes stale).  It is not a setting: it changes what a job writes."""
+    schema default, so a config that does not name it has no trace of it in its snapshot,
+    config hash or tables' metadata (no job reruns, no publication goes stale for it).  It
+    is not a setting: it changes what a job writes."""
     given = cfg.get("logits_log") or {}
     return (tuple(int(s) for s in given.get("seeds", ())),
             tuple(float(e) for e in given.get("entropies", ())))
 
 
-def logs_logits(cfg: Mapping) -> bool:
+def logits_logged(cfg: Mapping) -> bool:
     """Whether ``neural.logits_log`` names any run (then ``neural-run`` writes logits)."""
-    seeds, entropies = logits_log(cfg)
+    seeds, entropies = logit_log_runs(cfg)
     return bool(seeds) and bool(entropies)
 
 
-def logged_configurations(cfg: Mapping) -> int:
+def logit_logged_configurations(cfg: Mapping) -> int:
     """Configurations whose logits are kept, at most (all in one job)."""
-    seeds, entropies = logits_log(cfg)
+    seeds, entropies = logit_log_runs(cfg)
     return len(cfg["algorithms"]) * len(seeds) * len(entropies)
 
 
@@ -361,7 +361,7 @@ def plan(cfg: Mapping, game: str, critic: str, chunk: int):
                 geometric=int(cfg["checkpoints"]["geometric"]),
                 linear=int(cfg["checkpoints"]["linear"]),
                 seeds_per_batch=int(cfg["seeds_per_batch"]),
-                logits_seeds=logits_log(cfg)[0], logits_entropies=logits_log(cfg)[1])
+                logits_seeds=logit_log_runs(cfg)[0], logits_entropies=logit_log_runs(cfg)[1])
 
 
 def job_runtime_minutes(cfg: Mapping, game: str) -> int:
