@@ -68,8 +68,8 @@ VARIANTS = {
     "map_used": "map, on the information-state tensor's non-zero columns only",
 }
 # the default: the variant named here for the backend the program is compiled for.  On a
-# CPU, map_used runs Goofspiel's and Leduc's cycles about twice as fast as vmap
-# (bench/NEURAL.md); a GPU allocation times every variant on its card and picks one there
+# CPU, map_used runs Goofspiel's and Leduc's cycles fastest of the variants at every size
+# measured (bench/NEURAL.md); a GPU allocation times every variant on its card and picks one
 DEFAULT = "auto"
 AUTO: dict[str, str] = {"cpu": "map_used"}
 AUTO_ELSEWHERE = "vmap"  # as measured on a GPU before the variants existed
