@@ -37,9 +37,21 @@ def _rule_blocks(text: str):
         yield name, body
 
 
+def _shared_resources(texts: list[str]) -> dict[str, str]:
+    """Resource dicts the rules share (``NAME = {"mem_mb": ..., ...}``), by name, as their
+    text with each key written as a keyword (``mem_mb=``), as a rule's own would be."""
+    found = {}
+    for text in texts:
+        for name, body in re.findall(r"(?m)^([A-Z_]+) = (\{.*\})$", text):
+            found[name] = re.sub(r'"(\w+)":\s*', r"\1=", body)
+    return found
+
+
 def test_every_rule_that_runs_as_a_job_declares_threads_and_resources():
     checked = 0
-    for path in sorted((ROOT / "workflow/rules").glob("*.smk")):
+    paths = sorted((ROOT / "workflow/rules").glob("*.smk"))
+    shared = _shared_resources([path.read_text() for path in paths])
+    for path in paths:
         for name, body in _rule_blocks(path.read_text()):
             if "localrule: True" in body:
                 continue
@@ -47,6 +59,8 @@ def test_every_rule_that_runs_as_a_job_declares_threads_and_resources():
             where = f"{path.name}: rule {name}"
             assert re.search(r"^\s+threads:", body, re.M), f"{where} declares no threads"
             resources = body.split("resources:", 1)[1] if "resources:" in body else ""
+            resources += "".join(shared.get(n, "") for n in re.findall(r"\*\*([A-Z_]+)",
+                                                                         resources))
             assert "mem_mb=" in resources and "runtime=" in resources, (
                 f"{where} declares no mem_mb and runtime")
     assert checked >= 14
