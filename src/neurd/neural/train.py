@@ -277,15 +277,12 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
 def one_state_pass(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     """``[I, A]``: one configuration's network (policy or critic: the same shape) on every
     information state, as ``spec.cycle_variant`` computes it (:mod:`neurd.neural.passes`)."""
-    if not passes.uses_columns(spec.cycle_variant):
+    mapped = passes.is_mapped(spec.cycle_variant)
+    if not (mapped or passes.uses_columns(spec.cycle_variant)):
         net, _ = _networks(spec, game)
         return net.apply({"params": params}, game.tensors, game.infostate_player)
     return passes.apply_one(spec.networks, params, game.tensors, game.infostate_player,
-                            spec.precision, _runs(spec, game))
-
-
-def _map_batch(spec: Spec, game: NeuralGame) -> int:
-    return passes.map_batch(game.tree.num_infostates, max(spec.hidden, default=1))
+                            spec.precision, _runs(spec, game), own_pullback=mapped)
 
 
 def _runs(spec: Spec, game: NeuralGame):
@@ -297,7 +294,7 @@ def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     batched), the joined variants' first layer one product for all of them."""
     if passes.is_mapped(spec.cycle_variant):
         return jax.lax.map(partial(one_state_pass, spec, game), params,
-                           batch_size=_map_batch(spec, game))
+                           batch_size=passes.MAP_BATCH)
     if not passes.is_joined(spec.cycle_variant):
         return jax.vmap(partial(one_state_pass, spec, game))(params)
     return passes.apply_all(spec.networks, params, game.tensors, game.infostate_player,
@@ -313,7 +310,7 @@ def policy_pass(spec: Spec, game: NeuralGame, policy: dict):
 
         def pullback(by_logits):
             return jax.lax.map(lambda pair: jax.vjp(one, pair[0])[1](pair[1])[0],
-                               (policy, by_logits), batch_size=_map_batch(spec, game))
+                               (policy, by_logits), batch_size=passes.MAP_BATCH)
 
         return every_state(spec, game, policy), pullback
     logits, pullback = jax.vjp(partial(every_state, spec, game), policy)
