@@ -30,10 +30,10 @@ SPREAD = rf"mean average NashConv: NeuRD {NUMBER}, SPG {NUMBER}$"
 # (the page's words, whitespace folded; game; words of the claim; what the row's measured
 # text gives, the same numbers in the same order; how many of them the quote takes)
 QUOTES = [
-    ("NeuRD ends lower (2.70 vs 3.75,", "leduc", "lowest final", FINAL, 2),
-    ("pairs (3.32 vs 5.46)", "leduc", "average NashConv", AVERAGE, 2),
-    ("(spread 0.354 vs 1.82)", "leduc", "less sensitive", SPREAD, 2),
-    ("(0.230 vs 0.227; paired difference 0.0025, 95% CI [-0.012, 0.017]: tie)", "kuhn",
+    ("NeuRD ends lower (2.77 vs 3.75,", "leduc", "lowest final", FINAL, 2),
+    ("pairs (3.33 vs 5.44)", "leduc", "average NashConv", AVERAGE, 2),
+    ("(spread 0.447 vs 1.84)", "leduc", "less sensitive", SPREAD, 2),
+    ("(0.226 vs 0.226; paired difference 0.0002, 95% CI [-0.015, 0.017]: tie)", "kuhn",
      "lowest final", FINAL, 6),
     ("the lower average NashConv (0.47 vs 0.59,", "kuhn", "average NashConv", AVERAGE, 2),
     ("the smaller spread (0.22 vs 0.42)", "kuhn", "less sensitive", SPREAD, 2),

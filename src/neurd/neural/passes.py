@@ -38,7 +38,7 @@ bit on the same machine.
   first layer's weight gradient is formed as ``X^T G`` (:func:`first_product`),
   ``G`` in the layout the pass left it in: XLA's own transpose rule forms
   ``(G^T X)^T``, a copy of ``G`` and a product that XLA's CPU backend runs
-  at a third of the speed.  One configuration a step, as a batch of one
+  several times slower (``bench/profile_cycle.py``).  One configuration a step, as a batch of one
   (``lax.map``'s ``batch_size=1``): XLA's CPU backend lays that program out
   faster than the unbatched one (Goofspiel's cycle 40 against 48 ms at
   ``N = 60``), and faster than batches of several, whose batched products
@@ -72,7 +72,8 @@ VARIANTS = {
               "configurations ([T, N*H]), outside the vmap",
     "joined_used": "joined, on the information-state tensor's non-zero columns only",
     "map": "the passes over every information state one configuration at a time "
-           "(lax.map), the pullback recomputing its configuration's forward pass",
+           "(lax.map), the pullback recomputing its configuration's forward pass and "
+           "forming the first layer's weight gradient as X^T G",
     "map_used": "map, on the information-state tensor's non-zero columns only",
 }
 # the default: the variant named here for the backend the program is compiled for.  On a

@@ -1,0 +1,137 @@
+"""Where a learning cycle spends its time: XLA's operations of one cycle, timed by JAX's profiler.
+
+A cycle (:func:`neurd.neural.train.run_segment`, default spec but for the
+variant) runs a few times under :mod:`jax.profiler`; the Perfetto trace's
+events of each XLA operation (a thunk on a CPU, a kernel on a GPU) are summed
+and divided by the cycles.  Each operation is described from the compiled
+program's HLO: its result's shape and the JAX operation it came from (the last
+parts of its ``op_name``: ``vmap(transpose(jvp()))/dot_general`` is a weight
+gradient's product).  The profiler adds its own cost, so the times under it
+are higher than the cycle's own (both are printed): read the shares.
+
+    python bench/profile_cycle.py                          # Goofspiel and Leduc, N = 60
+    python bench/profile_cycle.py --games goofspiel --seeds 40 --variant vmap --top 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from neurd import games
+from neurd.names import GAMES
+from neurd.neural import passes, train
+
+ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.-]+) = (\S+)")
+OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+def hlo_descriptions(hlo_text: str) -> dict[str, tuple[str, str]]:
+    """``{instruction: (result shape, origin)}`` of an optimised HLO module's text; the
+    origin is the last two parts of the instruction's ``op_name`` ('' where it has none)."""
+    out = {}
+    for line in hlo_text.splitlines():
+        found = INSTRUCTION.match(line)
+        if not found:
+            continue
+        name = OP_NAME.search(line)
+        origin = "/".join(name.group(1).split("/")[-2:]) if name else ""
+        out[found.group(1)] = (found.group(2).split("{")[0], origin)
+    return out
+
+
+def operation_times(trace: dict, known: set[str]) -> tuple[dict, dict]:
+    """``({operation: summed microseconds}, {operation: count})`` of a Perfetto trace's
+    complete events that are XLA operations: an event naming its ``hlo_op`` (a GPU kernel),
+    or one whose name is an instruction of ``known`` (a CPU thunk)."""
+    total, count = collections.Counter(), collections.Counter()
+    for event in trace.get("traceEvents", []):
+        if event.get("ph") != "X":
+            continue
+        name = (event.get("args") or {}).get("hlo_op") or event.get("name", "")
+        if name in known or (event.get("args") or {}).get("hlo_op"):
+            total[name] += float(event.get("dur", 0.0))
+            count[name] += 1
+    return dict(total), dict(count)
+
+
+def _inputs(game_name: str, seeds: int, variant: str):
+    compiled = games.compile_game(GAMES[game_name].string)
+    game = train.neural_game(compiled)
+    spec = train.Spec(cycle_variant=variant)
+    states, keys, etas = train.batch_inputs(spec, game, 0, game_name, tuple(range(seeds)),
+                                            ENTROPIES)
+    return spec, game, states, keys, etas
+
+
+def profile(game_name: str, seeds: int, variant: str, cycles: int, top: int) -> str:
+    """A markdown section: the cycle's time, then its ``top`` operations by time."""
+    spec, game, states, keys, etas = _inputs(game_name, seeds, variant)
+    sign = np.float32(1.0)
+    lowered = train.run_segment.lower(spec, game, states, keys, etas, 0, cycles, sign)
+    described = hlo_descriptions(lowered.compile().as_text())
+
+    def run():
+        return jax.block_until_ready(
+            train.run_segment(spec, game, states, keys, etas, 0, cycles, sign))
+
+    run()
+    start = time.perf_counter()
+    run()
+    plain = (time.perf_counter() - start) / cycles * 1e3
+    with tempfile.TemporaryDirectory() as folder:
+        jax.profiler.start_trace(folder, create_perfetto_trace=True)
+        start = time.perf_counter()
+        run()
+        traced = (time.perf_counter() - start) / cycles * 1e3
+        jax.profiler.stop_trace()
+        path = max(Path(folder).rglob("*.trace.json.gz"), key=lambda p: p.stat().st_mtime)
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            total, count = operation_times(json.load(handle), set(described))
+    summed = sum(total.values()) / cycles / 1e3
+    configurations = 2 * len(ENTROPIES) * seeds
+    lines = [f"### {game_name}, N = {configurations}, variant `{passes.resolve(variant)}`",
+             "", f"{plain:.1f} ms a cycle; {traced:.1f} ms under the profiler, of which the "
+             f"operations below and the others sum to {summed:.1f} ms (on several threads "
+             "at once where XLA splits an operation).", "",
+             "| operation | ms/cycle | share | calls/cycle | result | from |",
+             "| --- | ---: | ---: | ---: | --- | --- |"]
+    for name, micro in sorted(total.items(), key=lambda item: -item[1])[:top]:
+        shape, origin = described.get(name, ("", ""))
+        lines.append(f"| `{name}` | {micro / cycles / 1e3:.2f} | "
+                     f"{micro / cycles / 1e3 / summed:.0%} | {count[name] / cycles:g} | "
+                     f"`{shape}` | {origin or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", default=["goofspiel", "leduc"],
+                        choices=sorted(GAMES))
+    parser.add_argument("--seeds", type=int, default=5,
+                        help="seeds: N = seeds x 2 algorithms x 6 entropy levels (default 5)")
+    parser.add_argument("--variant", default=passes.DEFAULT,
+                        choices=[passes.DEFAULT, *sorted(passes.VARIANTS)])
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.cycles < 1 or args.top < 1:
+        parser.error("--seeds, --cycles and --top must be at least 1")
+    for name in args.games:
+        print(profile(name, args.seeds, args.variant, args.cycles, args.top), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

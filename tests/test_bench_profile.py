@@ -1,0 +1,61 @@
+"""bench/profile_cycle.py: a cycle's XLA operations, read from JAX's profiler and the HLO."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def profile_cycle():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import profile_cycle
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return profile_cycle
+
+
+HLO = "\n".join([
+    "ENTRY %main {",
+    '  %ynn_fusion.7 = f32[128,50]{1,0} fusion(%a, %b), kind=kCustom, metadata={op_name='
+    '"jit(f)/while/body/vmap(transpose(jvp()))/dot_general" stack_frame_id=1}',
+    "  ROOT %dot.65 = f32[50,128]{1,0} dot(%a, %c), lhs_contracting_dims={0}",
+    "}"])
+
+
+def test_hlo_instructions_are_described_by_shape_and_origin(profile_cycle):
+    described = profile_cycle.hlo_descriptions(HLO)
+    assert described["ynn_fusion.7"] == ("f32[128,50]", "vmap(transpose(jvp()))/dot_general")
+    assert described["dot.65"] == ("f32[50,128]", "")
+    assert "main" not in described
+
+
+def test_only_the_programs_operations_are_summed(profile_cycle):
+    trace = {"traceEvents": [
+        {"ph": "X", "name": "dot.65", "dur": 10.0},
+        {"ph": "X", "name": "dot.65", "dur": 5.0},
+        {"ph": "X", "name": "ThunkExecutor::Execute", "dur": 100.0},
+        {"ph": "B", "name": "dot.65", "dur": 7.0},
+        {"ph": "X", "name": "sm90_gemm_kernel", "dur": 3.0, "args": {"hlo_op": "fusion.3"}},
+    ]}
+    total, count = profile_cycle.operation_times(trace, {"dot.65", "ynn_fusion.7"})
+    assert total == {"dot.65": 15.0, "fusion.3": 3.0}
+    assert count == {"dot.65": 2, "fusion.3": 1}
+
+
+def test_a_kuhn_cycle_is_profiled(profile_cycle):
+    text = profile_cycle.profile("kuhn", seeds=1, variant="auto", cycles=2, top=3)
+    assert text.startswith("### kuhn, N = 12, variant `")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert 1 <= len(rows) <= 3
+    times = [float(row.split("|")[2]) for row in rows]
+    assert times == sorted(times, reverse=True) and times[0] > 0
+
+
+def test_bad_arguments_are_refused(profile_cycle, capsys):
+    with pytest.raises(SystemExit):
+        profile_cycle.main(["--seeds", "0"])
+    assert "at least 1" in capsys.readouterr().err
