@@ -9,14 +9,15 @@ parts of its ``op_name``: ``vmap(transpose(jvp()))/dot_general`` is a weight
 gradient's product).  The profiler adds its own cost, so the times under it
 are higher than the cycle's own (both are printed): read the shares.
 
-    python bench/profile_cycle.py                          # Goofspiel and Leduc, N = 60
-    python bench/profile_cycle.py --games goofspiel --seeds 40 --variant vmap --top 15
+    python bench/profile_cycle.py                  # its section of bench/NEURAL.md
+    python bench/profile_cycle.py --games goofspiel --seeds 40 --variant vmap --out -
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import gzip
 import json
 import re
@@ -26,13 +27,17 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from _machine import describe  # bench/_machine.py, beside this script
 
 from neurd import games
 from neurd.names import GAMES
 from neurd.neural import passes, train
+from neurd.neural.networks import PRECISIONS
 
 ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+HEADING = "## A cycle's operations, CPU"
 INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.-]+) = (\S+)")
 OP_NAME = re.compile(r'op_name="([^"]*)"')
 
@@ -64,6 +69,27 @@ def operation_times(trace: dict, known: set[str]) -> tuple[dict, dict]:
             total[name] += float(event.get("dur", 0.0))
             count[name] += 1
     return dict(total), dict(count)
+
+
+def first_product_rate(game, spec, repeats: int = 50) -> tuple[str, float]:
+    """``(shape, GFLOP/s)``: one configuration's first-layer product on every information
+    state (the columns the variant uses), alone, jitted; the fastest of ``repeats``."""
+    tensors = np.asarray(game.tensors)
+    if passes.uses_columns(spec.cycle_variant):
+        tensors = np.concatenate([tensors[:, a:b] for a, b in game.used_columns], axis=1)
+    rows, columns = tensors.shape
+    width = spec.hidden[0] if spec.hidden else game.num_actions
+    kernel = np.ones((columns, width), np.float32)
+    product = jax.jit(lambda x, w: jnp.dot(x, w, precision=PRECISIONS[spec.precision]))
+    x, w = jax.device_put(tensors), jax.device_put(kernel)
+    jax.block_until_ready(product(x, w))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(product(x, w))
+        best = min(best, time.perf_counter() - start)
+    shape = f"`[{rows}, {columns}] x [{columns}, {width}]`"
+    return shape, 2.0 * rows * columns * width / best / 1e9
 
 
 def _inputs(game_name: str, seeds: int, variant: str):
@@ -100,11 +126,13 @@ def profile(game_name: str, seeds: int, variant: str, cycles: int, top: int) -> 
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             total, count = operation_times(json.load(handle), set(described))
     summed = sum(total.values()) / cycles / 1e3
+    product = first_product_rate(game, spec)
     configurations = 2 * len(ENTROPIES) * seeds
     lines = [f"### {game_name}, N = {configurations}, variant `{passes.resolve(variant)}`",
              "", f"{plain:.1f} ms a cycle; {traced:.1f} ms under the profiler, of which the "
              f"operations below and the others sum to {summed:.1f} ms (on several threads "
-             "at once where XLA splits an operation).", "",
+             "at once where XLA splits an operation). One first-layer product of the "
+             f"variant alone ({product[0]}), timed apart: {product[1]:.0f} GFLOP/s.", "",
              "| operation | ms/cycle | share | calls/cycle | result | from |",
              "| --- | ---: | ---: | ---: | --- | --- |"]
     for name, micro in sorted(total.items(), key=lambda item: -item[1])[:top]:
@@ -113,6 +141,15 @@ def profile(game_name: str, seeds: int, variant: str, cycles: int, top: int) -> 
                      f"{micro / cycles / 1e3 / summed:.0%} | {count[name] / cycles:g} | "
                      f"`{shape}` | {origin or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+def with_section(text: str, new: str) -> str:
+    """``text`` with its :data:`HEADING` section replaced by ``new`` (appended if none)."""
+    if HEADING not in text:
+        return text.rstrip() + "\n\n" + new
+    head, rest = text.split(HEADING, 1)
+    later = rest.find("\n## ")
+    return head + new + ("\n" + rest[later + 1:] if later >= 0 else "")
 
 
 def main(argv=None) -> int:
@@ -125,11 +162,28 @@ def main(argv=None) -> int:
                         choices=[passes.DEFAULT, *sorted(passes.VARIANTS)])
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")),
+                        help="the markdown file whose section to replace; - prints only")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.cycles < 1 or args.top < 1:
         parser.error("--seeds, --cycles and --top must be at least 1")
-    for name in args.games:
-        print(profile(name, args.seeds, args.variant, args.cycles, args.top), flush=True)
+    command = " ".join(["python bench/profile_cycle.py",
+                        *(argv if argv is not None else sys.argv[1:])])
+    parts = [HEADING, "", f"Command: `{command}`  ",
+             f"Date: {datetime.date.today().isoformat()}  ",
+             f"Machine: {describe(('jax', 'jaxlib', 'flax', 'optax'))}", "",
+             "Each game's cycle (default spec, the variant named) timed by JAX's profiler, "
+             "its XLA operations summed per cycle, the longest first; `result` and `from` "
+             "are the operation's HLO (its shape, and the JAX operation it came from). "
+             "Several threads run at once, so the shares are of the operations' summed time.",
+             ""]
+    parts += [profile(name, args.seeds, args.variant, args.cycles, args.top)
+              for name in args.games]
+    new = "\n".join(parts)
+    if args.out != "-":
+        out = Path(args.out)
+        out.write_text(with_section(out.read_text() if out.exists() else "", new))
+    print(new)
     return 0
 
 

@@ -46,13 +46,28 @@ def test_only_the_programs_operations_are_summed(profile_cycle):
     assert count == {"dot.65": 2, "fusion.3": 1}
 
 
-def test_a_kuhn_cycle_is_profiled(profile_cycle):
-    text = profile_cycle.profile("kuhn", seeds=1, variant="auto", cycles=2, top=3)
-    assert text.startswith("### kuhn, N = 12, variant `")
-    rows = [line for line in text.splitlines() if line.startswith("| `")]
+def test_a_kuhn_cycle_is_profiled_into_its_section(profile_cycle, tmp_path):
+    out = tmp_path / "NEURAL.md"
+    out.write_text("# Report\n\n## Before\n\ntext\n\n## After\n\nmore\n")
+    argv = ["--games", "kuhn", "--seeds", "1", "--cycles", "2", "--top", "3", "--out", str(out)]
+    for _ in range(2):  # the second run replaces the first's section
+        assert profile_cycle.main(argv) == 0
+    text = out.read_text()
+    assert text.count(profile_cycle.HEADING) == 1 and text.count("## After") == 1
+    assert text.index("## After") < text.index(profile_cycle.HEADING)
+    section = text.split(profile_cycle.HEADING, 1)[1]
+    assert "### kuhn, N = 12, variant `" in section
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
     assert 1 <= len(rows) <= 3
     times = [float(row.split("|")[2]) for row in rows]
     assert times == sorted(times, reverse=True) and times[0] > 0
+
+
+def test_a_section_is_replaced_where_it_stands(profile_cycle):
+    heading = profile_cycle.HEADING
+    text = f"# R\n\n{heading}\n\nold\n\n## Next\n\nkept\n"
+    new = f"{heading}\n\nnew\n"
+    assert profile_cycle.with_section(text, new) == f"# R\n\n{heading}\n\nnew\n\n## Next\n\nkept\n"
 
 
 def test_bad_arguments_are_refused(profile_cycle, capsys):
