@@ -38,11 +38,12 @@ bit on the same machine.
   first layer's weight gradient is formed as ``X^T G`` (:func:`first_product`),
   ``G`` in the layout the pass left it in: XLA's own transpose rule forms
   ``(G^T X)^T``, a copy of ``G`` and a product that XLA's CPU backend runs
-  several times slower (``bench/profile_cycle.py``).  One configuration a step, as a batch of one
-  (``lax.map``'s ``batch_size=1``): XLA's CPU backend lays that program out
-  faster than the unbatched one (Goofspiel's cycle 40 against 48 ms at
-  ``N = 60``), and faster than batches of several, whose batched products
-  of the pullback take slow paths (Leduc's cycle 15 against 19 ms).
+  several times slower (``bench/profile_cycle.py``; ``bench/NEURAL.md``).
+  One configuration a step, as a batch of one (``lax.map``'s
+  ``batch_size=1``): XLA's CPU backend runs that program faster than the
+  unbatched one, and faster than batches of several configurations, whose
+  batched products of the pullback take slow paths (measured with the cycle
+  variants' bench, ``bench/bench_cycle.py``).
 * ``map_used``: ``map`` on the non-zero columns only.
 
 On the CPU the joined variants are slower than the vmapped ones
