@@ -42,8 +42,8 @@ bit on the same machine.
   One configuration a step, as a batch of one (``lax.map``'s
   ``batch_size=1``): XLA's CPU backend runs that program faster than the
   unbatched one, and faster than batches of several configurations, whose
-  batched products of the pullback take slow paths (measured with the cycle
-  variants' bench, ``bench/bench_cycle.py``).
+  batched products of the pullback take slow paths (``MAP_BATCH``; a cycle's
+  operations under either: ``bench/profile_cycle.py``).
 * ``map_used``: ``map`` on the non-zero columns only.
 
 On the CPU the joined variants are slower than the vmapped ones
