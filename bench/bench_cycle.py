@@ -131,10 +131,11 @@ def section(rows, command: str, load_before, load_after) -> str:
     return "\n".join(lines)
 
 
-def with_section(text: str, new: str) -> str:
-    """``text`` with its cycle section replaced by ``new`` (put before any later section)."""
-    if HEADING in text:
-        head, rest = text.split(HEADING, 1)
+def with_section(text: str, new: str, heading: str = HEADING) -> str:
+    """``text`` with its section ``heading`` (the cycle section's unless named) replaced by
+    ``new``; where it has none, ``new`` goes before its first later section."""
+    if heading in text:
+        head, rest = text.split(heading, 1)
         later = rest.find("\n## ")
         return head + new + ("\n" + rest[later + 1:] if later >= 0 else "")
     marker = "\n## "

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_cycle  # bench/bench_cycle.py, beside this script
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,7 +37,7 @@ from neurd.names import GAMES
 from neurd.neural import passes, train
 from neurd.neural.networks import PRECISIONS
 
-ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+ENTROPIES = bench_cycle.ENTROPIES  # the paper's six levels, per run seed
 HEADING = "## A cycle's operations, CPU"
 INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.-]+) = (\S+)")
 OP_NAME = re.compile(r'op_name="([^"]*)"')
@@ -147,9 +148,7 @@ def with_section(text: str, new: str) -> str:
     """``text`` with its :data:`HEADING` section replaced by ``new`` (appended if none)."""
     if HEADING not in text:
         return text.rstrip() + "\n\n" + new
-    head, rest = text.split(HEADING, 1)
-    later = rest.find("\n## ")
-    return head + new + ("\n" + rest[later + 1:] if later >= 0 else "")
+    return bench_cycle.with_section(text, new, HEADING)
 
 
 def main(argv=None) -> int:
