@@ -121,3 +121,12 @@ def choose(passed: Mapping[str, bool], ms: Mapping[str, float]) -> str:
     timed = [(float(ms[name]), name) for name in ms
              if passed.get(name) is True and ms[name] is not None and float(ms[name]) > 0]
     return min(timed)[1] if timed else Variant().name
+
+
+def resolved_name(variant: Variant) -> str:
+    """The name of the variant a program actually runs: ``variant``'s, its layout ``auto``
+    resolved for the default backend (:func:`neurd.neural.passes.resolve`; this starts JAX's
+    backend, so XLA_FLAGS must be set first).  What every piece of compute records."""
+    from neurd.neural import passes
+
+    return dataclasses.replace(variant, layout=passes.resolve(variant.layout)).name

@@ -455,7 +455,7 @@ def _run_step(args, cfg) -> None:
         results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
                                  checkpoint_seconds=60.0 * args.checkpoint_minutes,
                                  identity=identity, stop_after_seconds=budget,
-                                 variant=args.variant,
+                                 variant=variants.resolved_name(variant),
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
     except experiment.CheckpointPathError as error:
@@ -531,7 +531,8 @@ def register(stage: Stage, sub) -> None:
     p.add_argument("--variant", default="default",
                    help="the learning cycle's variant (neurd.neural.variants: how its "
                         "arithmetic is laid out and compiled; numbers move by float rounding "
-                        "only; recorded in every piece of compute; default: default)")
+                        "only; every piece of compute records the variant it resolved to, e.g. "
+                        "map_used.u1.cb-default.f32 on a CPU; default: default)")
     p.add_argument("--checkpoint", default=None,
                    help="folder where the job state is saved and resumed from (files of at "
                         "most 16 MiB; removed at the end)")
