@@ -11,7 +11,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: figures smoke paper test lint report lock clean-results gpu-check readings publish \
-	gpu-allocation-inputs gpu-allocation publish-blocks zoo
+	paper-inputs gpu-allocation-inputs gpu-allocation publish-blocks zoo \
+	cpu-allocation cpu-allocation-status cpu-allocation-stop
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,20 +60,23 @@ publish: $(STAMP)
 	$(BIN)/neurd publish $(PUBLISH) $(if $(GAME),--game $(GAME))
 	$(if $(filter workflow/config/paper.yaml,$(PUBLISH)),$(BIN)/neurd published-readme published/paper)
 
-# The paper-scale Fig 6 in short GPU allocations (docs/paper-scale.md).
-# Here, once per revision: the paper's config snapshot, its games compiled, and the source
-# tree of BASELINE_REV with the games compiled by it (timed beside this one by an allocation
-# that measures; a tree reads the compiled-game format of its day).
+# The paper-scale Fig 6 in allocations (docs/paper-scale.md).
+# Here, once per revision: the paper's config snapshot, its games compiled, the revision
+# (paper-inputs: all a CPU allocation needs); for a GPU allocation also the source tree of
+# BASELINE_REV with the games compiled by it (timed beside this one by an allocation that
+# measures; a tree reads the compiled-game format of its day).
 PAPER_RESULTS = results/paper
 PAPER_GAMES_NPZ = $(PAPER_RESULTS)/neural/kuhn/game.npz $(PAPER_RESULTS)/neural/leduc/game.npz \
 	$(PAPER_RESULTS)/neural/goofspiel/game.npz
 BASELINE_REV ?= 1d22898
-gpu-allocation-inputs: $(STAMP)
+paper-inputs: $(STAMP)
 	$(BIN)/snakemake $(PAPER_RESULTS)/config/neural.json $(PAPER_GAMES_NPZ) --cores $(CORES) \
 	  --configfile workflow/config/paper.yaml --config 'neural={allow_cpu: true}'
 	$(BIN)/python -c 'import json; from neurd.revision import git_revision, source_hash; \
 	  print(json.dumps({**git_revision("."), "source_hash": source_hash()}))' \
 	  > $(PAPER_RESULTS)/revision.json
+
+gpu-allocation-inputs: paper-inputs
 	rm -rf $(PAPER_RESULTS)/baseline $(PAPER_RESULTS)/allocation  # (a dry run's work: not carried)
 	mkdir -p $(PAPER_RESULTS)/baseline
 	git archive $(BASELINE_REV) src | tar -x -C $(PAPER_RESULTS)/baseline
@@ -80,6 +84,21 @@ gpu-allocation-inputs: $(STAMP)
 	  (cd $(PAPER_RESULTS)/baseline && PYTHONPATH=src $(abspath $(BIN))/python -m neurd.cli \
 	    neural-game --config ../config/neural.json --game $$game \
 	    --out neural/$$game/game.npz) || exit 1; done
+
+# This machine's CPU in the background (docs/paper-scale.md): starts an allocation of
+# MINUTES (150 unless given) detached from the shell, at nice 19, and returns at once; its
+# log and status say what it does; stop it early with cpu-allocation-stop; publish what it
+# packed into CPU_OUT with publish-blocks, and commit.
+CPU_MINUTES = $(if $(filter command line environment,$(origin MINUTES)),$(MINUTES),150)
+CPU_OUT ?= $(PAPER_RESULTS)/cpu-allocation-out
+cpu-allocation: paper-inputs
+	$(BIN)/python bench/cpu_allocation.py start --minutes $(CPU_MINUTES) --out $(CPU_OUT)
+
+cpu-allocation-status:
+	$(BIN)/python bench/cpu_allocation.py status --out $(CPU_OUT)
+
+cpu-allocation-stop:
+	$(BIN)/python bench/cpu_allocation.py stop --out $(CPU_OUT)
 
 # On the GPU machine (python3 with jax for CUDA; no venv, Snakemake or OpenSpiel needed), with
 # results/paper carried there: check, measure if no table of this card is given, run the seed
@@ -92,12 +111,14 @@ gpu-allocation:
 	  $(foreach t,$(THROUGHPUT),--throughput $(t)) \
 	  $(if $(wildcard $(PAPER_RESULTS)/baseline/src),--baseline $(PAPER_RESULTS)/baseline/src)
 
-# Back here: check the packed blocks in FROM (folders holding blocks.json) and add them to
-# published/paper, and the README's sentence on its seeds; each allocation's report is kept
-# in bench/gpu/allocations/. Commit them.
-FROM ?= $(OUT)
+# Back here: check the packed blocks in FROM (folders holding blocks.json; by default the
+# GPU's OUT and the CPU's CPU_OUT, those that hold a pack) and add them to published/paper,
+# and the README's sentence on its seeds; each allocation's report is kept in
+# bench/gpu/allocations/ (a GPU's) or bench/cpu/allocations/ (a CPU's). Commit them.
+FROM ?= $(or $(foreach f,$(OUT) $(CPU_OUT),$(if $(wildcard $(f)/blocks.json),$(f))),$(OUT))
 publish-blocks: $(STAMP)
-	$(BIN)/neurd published-add workflow/config/paper.yaml $(FROM) --keep-reports bench/gpu/allocations
+	$(BIN)/neurd published-add workflow/config/paper.yaml $(FROM) \
+	  --keep-reports bench/gpu/allocations --keep-cpu-reports bench/cpu/allocations
 	$(BIN)/neurd published-readme published/paper
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):

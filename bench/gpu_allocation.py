@@ -286,7 +286,7 @@ def worker(args) -> int:
         compiled = games.load(Path(args.games) / name / "game.npz")
         # this tree's own variants (a baseline tree has none)
         spec = make_spec("float32", critic, args.variant)
-        count = 40 if int(n) >= 240 else 100
+        count = args.cycles or (40 if int(n) >= 240 else 100)
         timed = time_segments(compiled, name, spec, int(n) // 12, count,
                               0 if args.compile_only else 2,
                               ready=None if not args.sync else partial(_partners, args, cell),
@@ -552,14 +552,18 @@ def repository_bytes(results: Path, cfg: dict):
 
 
 def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
-              hard_deadline: float, publication: Path, variant: str) -> dict:
-    """Run one planned block (a published block in progress resumed from its state); its
-    record for the report, with ``folder`` (its tables) and ``state`` (its saved state)."""
+              hard_deadline: float, publication: Path, variant: str,
+              work: Path | None = None, stop: threading.Event | None = None) -> dict:
+    """Run one planned block (a published block in progress resumed from its state) in
+    ``work`` (default ``results/allocation``); its record for the report, with ``folder`` (its
+    tables) and ``state`` (its saved state).  The job is killed at ``hard_deadline`` or once
+    ``stop`` is set; a job of one critic killed so comes back in progress from the state it
+    saved last (its checkpoint folder's, at most ``--checkpoint-minutes`` old)."""
     from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS
     from neurd.pipeline.neural import critics
     from neurd.resume_states import state_folder, to_checkpoint
 
-    work = results / "allocation"
+    work = results / "allocation" if work is None else work
     left = hard_deadline - time.monotonic()
     record = {"block": f"{block.game}/{block.name}", "slot": block.slot,
               "predicted_seconds": block.predicted_seconds}
@@ -592,16 +596,20 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     with open(folder / "run.log", "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=ROOT)
-        try:
-            process.wait(timeout=max(hard_deadline - time.monotonic(), 1.0))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        killed = False
+        while process.poll() is None:
+            if time.monotonic() >= hard_deadline or (stop is not None and stop.is_set()):
+                process.kill()
+                killed = True
+            time.sleep(0.2)
     record.update(seconds=round(time.monotonic() - start, 1), returncode=process.returncode)
     ok = process.returncode == 0 and (folder / "curves.parquet").is_file()
-    paused = process.returncode == EXIT_STOPPED and (state / "meta.json").is_file()
+    saved = (state / "meta.json").is_file()
+    paused = saved and (process.returncode == EXIT_STOPPED or (killed and may_stop))
     record["status"] = ("finished" if ok else "in progress (stopped at the end of its slot, "
-                        "state saved)" if paused else "lost (killed at the deadline or failed)")
+                        "state saved)" if paused and not killed else "in progress (killed, "
+                        "with the state it saved last)" if paused
+                        else "lost (killed at the deadline or failed)")
     if not ok:
         record["log"] = (folder / "run.log").read_text()[-2000:]
     if paused:
@@ -647,9 +655,10 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Pa
 
 
 def pack_blocks(report: Report, cfg: dict, results: Path, finished: list[Path],
-                stopped: list[Path]) -> None:
-    """Pack the finished blocks' tables and the stopped blocks' states (with their logs) into
-    ``blocks.json`` and its parts in the folder that comes back, with the report."""
+                stopped: list[Path], work: Path | None = None) -> None:
+    """Pack the finished blocks' tables and the stopped blocks' states (with their logs), run in
+    ``work`` (default ``results/allocation``), into ``blocks.json`` and its parts in the folder
+    that comes back, with the report."""
     from neurd.packs import pack
     from neurd.resume_states import state_files
     from neurd.tables import config_hash
@@ -658,7 +667,8 @@ def pack_blocks(report: Report, cfg: dict, results: Path, finished: list[Path],
     for folder, names in [(f, ("curves.parquet", "policies.parquet")) for f in finished] + [
             (f, state_files(f)) for f in stopped]:
         for name in [*names, "run.log"]:
-            files[folder.relative_to(results / "allocation").as_posix() + f"/{name}"] = (
+            files[folder.relative_to(work or results / "allocation").as_posix()
+                  + f"/{name}"] = (
                 folder / name)
     if files:
         pack(files, report.out, "blocks", extra={"config_hash": config_hash(cfg),
@@ -708,6 +718,8 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--evaluation", action="store_true")
     w.add_argument("--profile", default=None)
     w.add_argument("--variant", default="default", help="the cycle variant timed")
+    w.add_argument("--cycles", type=int, default=None,
+                   help="learning cycles per timed segment (default: 100, 40 from N = 240)")
     parser.add_argument("--results", default="results/paper",
                         help="the scale's results folder: config/neural.json and "
                              "neural/<game>/game.npz (make gpu-allocation-inputs)")

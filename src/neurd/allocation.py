@@ -267,7 +267,7 @@ def _open_seeds(cfg, game, published, in_progress) -> list[int]:
     return [s for s in range(int(cfg["seeds"])) if s not in taken]
 
 
-def _runs(seeds: list[int], size: int) -> list[tuple[int, int]]:
+def _runs(seeds: Sequence[int], size: int) -> list[tuple[int, int]]:
     """Consecutive runs of at most ``size`` seeds covering ``seeds``."""
     out, start = [], None
     for k, s in enumerate(seeds):
@@ -449,3 +449,127 @@ def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedul
     return ("; ".join(parts) + f" ({len(best.plans)} allocations, {best.parallel} jobs on the "
             f"GPU, blocks of {sizes} seeds, {best.gpu_seconds / 60:.0f} GPU minutes, "
             f"{best.history_bytes / 2**20:.1f} MiB added to the repository)")
+
+
+# --- one CPU allocation ------------------------------------------------------------------------
+# A CPU computes the paper-scale run in the background of a working session, one job at a
+# time, in the games' order (the cheapest first).  A block of a game run with several critics
+# must finish in the allocation that starts it (were the allocation cut short, all of it would be
+# lost), so it is kept to CPU_WHOLE_SECONDS where one seed allows; a block of one critic saves
+# its state every few minutes and may be stopped at any time, so its size is what costs least
+# per seed, within the time left.
+CPU_ORDER = ("kuhn", "leduc", "goofspiel")
+CPU_BLOCK_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
+CPU_WHOLE_SECONDS = 10 * 60.0
+
+
+def cpu_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
+                slowdown: float = 1.0) -> float | None:
+    """Predicted seconds of a block of ``seeds`` seeds of ``game`` run alone on the CPU, every
+    critic one after the other, start-ups included, times ``slowdown`` (None: not measured)."""
+    total = 0.0
+    for critic in critics(cfg, game):
+        one = throughput.predict(cfg, game, critic, seeds, 1)
+        if one is None:
+            return None
+        total += one
+    return total * slowdown
+
+
+def cpu_block_size(cfg: Mapping, throughput: Throughput, game: str, open_seeds: int,
+                   seconds: float, slowdown: float = 1.0) -> int | None:
+    """Seeds per block of ``game`` on this CPU: of :data:`CPU_BLOCK_SIZES` up to
+    ``open_seeds``, the measured size of the fewest predicted seconds per seed among those
+    that fit in ``seconds`` (and, for a game of several critics, in :data:`CPU_WHOLE_SECONDS`);
+    one seed where none fits; None where one seed is not measured."""
+    sizes = [s for s in CPU_BLOCK_SIZES if s <= max(open_seeds, 1)]
+    priced = {s: cpu_seconds(cfg, throughput, game, s, slowdown) for s in sizes}
+    priced = {s: t for s, t in priced.items() if t is not None}
+    if 1 not in priced:
+        return None
+    limit = min(seconds, CPU_WHOLE_SECONDS) if len(critics(cfg, game)) > 1 else seconds
+    fitting = [s for s, t in priced.items() if t <= limit]
+    return min(fitting, key=lambda s: (priced[s] / s, -s)) if fitting else 1
+
+
+def cpu_plan(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
+             seconds: float, in_progress: Sequence[InProgress] = (), bytes_: Bytes | None = None,
+             history_left: float = HISTORY_CAP, slowdown: float = 1.0,
+             order: Sequence[str] = CPU_ORDER) -> Allocation:
+    """One CPU allocation of ``seconds``, one job at a time (slot 0), in order: the published
+    blocks in progress (resumed), then each game of ``order`` in turn, its open seeds in blocks
+    of :func:`cpu_block_size`, each planned only where it finishes in the time left (a smaller
+    one where the block does not), every critic of a seed one after the other.  What is left at
+    the end, too short for any whole block, goes to a one-seed block of a game of one critic
+    that continues in the next allocation, if its saved state fits in what the repository may
+    still take beside every seed's finished block (``history_left``).  Every prediction is
+    multiplied by ``slowdown`` (the allocation's measured pace against the table's)."""
+    bytes_ = bytes_ or Bytes({}, {})
+    games = [g for g in order if g in cfg["games"]] + [g for g in cfg["games"] if g not in order]
+    step, left = Allocation(parallel=1), float(seconds)
+    # what the seeds not yet published will add once finished, kept out of the states' room
+    reserve = sum(bytes_.block.get(g, 0.0) * (int(cfg["seeds"]) - len(published.get(g, ())))
+                  for g in games)
+    room = history_left - reserve
+
+    def place(game, critic, first, last, seconds_, before=0.0, after=1.0):
+        step.blocks.append(Block(game, critic, first, last, 0, round(seconds_, 1),
+                                 round(before, 6), min(after, 1.0)))
+
+    def partial(game, critic, first, last, work, startup, before):
+        nonlocal left, room
+        state = bytes_.state.get(game, 0.0) * (last - first + 1)
+        if left - startup - SAVE_SECONDS < MIN_PIECE_SECONDS or state > room:
+            return False
+        place(game, critic, first, last, left,
+              before, before + (left - startup - SAVE_SECONDS) / (work * slowdown))
+        left, room = 0.0, room - state
+        return True
+
+    for block in sorted(in_progress, key=lambda b: games.index(b.game)):
+        work = throughput.work(cfg, block.game, block.critic, block.last - block.first + 1, 1)
+        if work is None:
+            step.notes.append(f"{block.game}: not measured; its block in progress waits")
+            continue
+        startup = throughput.startup(block.game) * slowdown
+        rest = startup + (1.0 - block.done) * work * slowdown
+        if rest <= left:
+            place(block.game, block.critic, block.first, block.last, rest, block.done)
+            left -= rest
+        elif not partial(block.game, block.critic, block.first, block.last, work, startup,
+                         block.done):
+            step.notes.append(f"{block.game} {block.critic}_s{block.first}-{block.last}: "
+                              "in progress, not resumed (too little time or repository room)")
+    for game in games:
+        seeds = _open_seeds(cfg, game, published, in_progress)
+        size = cpu_block_size(cfg, throughput, game, len(seeds), left, slowdown)
+        if size is None:
+            step.notes.append(f"{game}: not measured on this CPU: not planned")
+            continue
+        k = 0
+        while k < len(seeds):
+            first = seeds[k]
+            run = _runs(seeds[k:], size)[0]  # the next block's seeds, consecutive
+            fits = [n for n in range(run[1] - first + 1, 0, -1)
+                    if (cpu_seconds(cfg, throughput, game, n, slowdown) or math.inf) <= left]
+            if not fits:
+                critic = critics(cfg, game)[0]
+                if len(critics(cfg, game)) > 1 or not partial(
+                        game, critic, first, first, throughput.work(cfg, game, critic, 1, 1),
+                        throughput.startup(game) * slowdown, 0.0):
+                    step.notes.append(
+                        f"{game}: a block of one seed takes "
+                        f"{cpu_seconds(cfg, throughput, game, 1, slowdown) / 60:.1f} min, "
+                        f"{max(left, 0.0) / 60:.1f} min left" + (
+                            "" if len(critics(cfg, game)) > 1 else
+                            " (too little to start one, or no repository room for its "
+                            "state)"))
+                break
+            for critic in critics(cfg, game):
+                one = throughput.predict(cfg, game, critic, fits[0], 1) * slowdown
+                place(game, critic, first, first + fits[0] - 1, one)
+                left -= one
+            k += fits[0]
+        if left <= 0:
+            break
+    return step

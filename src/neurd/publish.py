@@ -227,9 +227,11 @@ def _add(args) -> None:
             for state in sorted(unpacked.glob(f"neural/*/{IN_PROGRESS}/*")):
                 parse_block(state.name)
                 states.append(StateSource(state.parts[-3], state.name, state))
-            if args.keep_reports and index.get("allocation"):
+            cpu = (index.get("allocation") or {}).get("kind") == "cpu"
+            keep = (getattr(args, "keep_cpu_reports", None) if cpu else None) or args.keep_reports
+            if keep and index.get("allocation"):
                 date = str(index["allocation"].get("date", "undated"))
-                report = Path(args.keep_reports) / f"{date}-{index['sha256'][:16]}.json"
+                report = Path(keep) / f"{date}-{index['sha256'][:16]}.json"
                 report.parent.mkdir(parents=True, exist_ok=True)
                 report.write_text(json.dumps(index["allocation"], indent=1, sort_keys=True)
                                   + "\n")
@@ -371,6 +373,9 @@ def register(sub) -> None:
     p.add_argument("--keep-reports", default=None, metavar="FOLDER",
                    help="also save each pack's allocation report (check, throughput, plan, "
                         "jobs) as FOLDER/<pack>.json")
+    p.add_argument("--keep-cpu-reports", default=None, metavar="FOLDER",
+                   help="where the reports of CPU allocations (bench/cpu_allocation.py) go "
+                        "instead (default: --keep-reports)")
     p.add_argument("--replace", action="store_true",
                    help="start the folder afresh when it holds another config's blocks")
     p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")

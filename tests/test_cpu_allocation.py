@@ -1,0 +1,291 @@
+"""The paper-scale Fig 6 on this machine's CPU in the background (neurd.allocation.cpu_plan,
+bench/cpu_allocation.py): the plan takes Kuhn, then Leduc, then Goofspiel, never schedules past
+the deadline, keeps a block of several critics short and whole, sizes blocks for the CPU, and
+resumes blocks in progress first; the background command starts detached, refuses a second,
+says what it does, stops with the state saved, packs, and what it packs publishes (a block
+computed in two allocations equals the block run whole); its blocks name the processor."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from neurd.allocation import (
+    CPU_WHOLE_SECONDS,
+    MIN_PIECE_SECONDS,
+    SAVE_SECONDS,
+    Bytes,
+    InProgress,
+    Throughput,
+    cpu_block_size,
+    cpu_plan,
+    cpu_seconds,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = {"games": ["kuhn", "leduc", "goofspiel"], "algorithms": ["neurd", "spg"],
+         "entropies": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0], "seeds": 40, "phases": 3,
+         "phase_iterations": {"kuhn": 330000, "leduc": 330000, "goofspiel": 330000},
+         "critic_updates_per_policy_update": 4, "checkpoints": {"geometric": 20, "linear": 50},
+         "exact_critic_games": ["kuhn"], "critic": "learned"}
+# ms per cycle at N = 12, 24, 60, 120, near what a two-core CPU gives (bench/NEURAL.md), set so
+# that Leduc and Goofspiel are cheapest per seed at N = 60, Kuhn at N = 120
+MS = {"kuhn": (0.6, 1.1, 2.5, 4.8), "leduc": (3.2, 6.2, 14.5, 31.0),
+      "goofspiel": (8.4, 16.0, 40.0, 95.0)}
+BYTES = Bytes(block={"kuhn": 0.41e6, "leduc": 0.52e6, "goofspiel": 0.86e6},
+              state={"kuhn": 0.3e6, "leduc": 1.0e6, "goofspiel": 2.7e6})
+
+
+def _rows(scale: float = 1.0) -> list[dict]:
+    return [{"game": g, "critic": c, "configurations": n, "parallel": 1,
+             "ms_per_cycle": ms * scale, "checkpoint_seconds": 0.01 * n / 12,
+             "startup_seconds": 10.0}
+            for g, values in MS.items()
+            for c in (("learned", "exact") if g == "kuhn" else ("learned",))
+            for n, ms in zip((12, 24, 60, 120), values)]
+
+
+def _plan(seconds, published=None, **keywords):
+    return cpu_plan(PAPER, published or {}, Throughput(keywords.pop("rows", _rows())), seconds,
+                    bytes_=keywords.pop("bytes_", BYTES), **keywords)
+
+
+@pytest.mark.parametrize("minutes", [3, 9, 30, 150, 600, 3000])
+@pytest.mark.parametrize("slowdown", [1.0, 2.5])
+def test_the_cpu_plan_never_schedules_past_the_deadline(minutes, slowdown):
+    """Every planned piece's predicted time (slowed as told) adds up to at most the time
+    given; every block that finishes is predicted to, a piece that does not ends its time."""
+    step = _plan(60.0 * minutes, slowdown=slowdown)
+    # (each piece's seconds are rounded to 0.1 in the plan)
+    assert sum(b.predicted_seconds for b in step.blocks) <= 60.0 * minutes + 0.05 * len(
+        step.blocks)
+    throughput = Throughput(_rows())
+    for block in step.blocks:
+        whole = throughput.predict(PAPER, block.game, block.critic, block.seeds, 1) * slowdown
+        if block.finishes:
+            assert block.predicted_seconds == pytest.approx(whole, abs=0.1)
+        else:
+            assert block is step.blocks[-1] and block.game != "kuhn"
+            assert block.predicted_seconds < whole
+
+
+def test_games_come_in_order_kuhn_leduc_goofspiel():
+    """Kuhn's 40 seeds are planned before any of Leduc's, Leduc's before Goofspiel's; every
+    seed at most once, in blocks of consecutive seeds."""
+    step = _plan(60.0 * 60 * 200)
+    games = [b.game for b in step.blocks]
+    assert games == sorted(games, key=["kuhn", "leduc", "goofspiel"].index)
+    for game in PAPER["games"]:
+        seeds = [s for b in step.blocks if b.game == game and b.critic == "learned"
+                 for s in range(b.first, b.last + 1)]
+        assert sorted(seeds) == seeds == list(range(40)), game
+
+
+def test_a_kuhn_block_is_whole_and_short():
+    """Kuhn (two critics) is planned a seed block with both critics, one after the other, each
+    finishing, the two within CPU_WHOLE_SECONDS where one seed fits there."""
+    step = _plan(60.0 * 150)
+    kuhn = [b for b in step.blocks if b.game == "kuhn"]
+    assert kuhn and all(b.finishes for b in kuhn)
+    for learned, exact in zip(kuhn[::2], kuhn[1::2]):
+        assert (learned.critic, exact.critic) == ("learned", "exact")
+        assert (learned.first, learned.last) == (exact.first, exact.last)
+        assert learned.predicted_seconds + exact.predicted_seconds <= CPU_WHOLE_SECONDS
+    # a CPU so slow that one seed is longer than CPU_WHOLE_SECONDS still gets one-seed blocks
+    slow = _plan(60.0 * 150, rows=_rows(scale=6.0))
+    assert {b.seeds for b in slow.blocks if b.game == "kuhn"} == {1}
+    assert all(b.finishes for b in slow.blocks if b.game == "kuhn")
+
+
+def test_blocks_are_sized_for_the_cpu():
+    """A block's size is the measured one of fewest seconds per seed: here Leduc's and
+    Goofspiel's 5 seeds (N = 60), not the largest measured."""
+    throughput = Throughput(_rows())
+    for game in ("leduc", "goofspiel"):
+        size = cpu_block_size(PAPER, throughput, game, 40, math.inf)
+        per_seed = {n: cpu_seconds(PAPER, throughput, game, n) / n for n in (1, 2, 5, 10)}
+        assert size == 5 == min(per_seed, key=per_seed.get), (game, per_seed)
+    # within the time left: a smaller block where the cheapest does not fit
+    five = cpu_seconds(PAPER, throughput, "leduc", 5)
+    assert cpu_block_size(PAPER, throughput, "leduc", 40, five - 1) < 5
+    assert cpu_block_size(PAPER, throughput, "leduc", 3, math.inf) <= 3
+    assert cpu_block_size(PAPER, Throughput([]), "leduc", 40, math.inf) is None
+
+
+def test_blocks_in_progress_are_resumed_first():
+    """A published block in progress is the first piece, resumed where it stopped, and its
+    seeds are not planned again."""
+    kuhn_done = {"kuhn": list(range(40))}
+    block = InProgress("leduc", "learned", 0, 4, done=0.6)
+    step = _plan(60.0 * 150, published=kuhn_done, in_progress=[block])
+    first = step.blocks[0]
+    assert (first.game, first.first, first.last, first.done_before) == ("leduc", 0, 4, 0.6)
+    assert first.finishes
+    later = [s for b in step.blocks[1:] if b.game == "leduc" for s in range(b.first, b.last + 1)]
+    assert later and min(later) == 5
+
+
+def test_the_tail_goes_to_a_block_in_progress_only_where_the_repository_has_room():
+    """Time too short for any whole block ends with a one-seed block that continues in the next
+    allocation, if its state fits beside every seed's finished block; else nothing is started
+    and the plan says why."""
+    kuhn_done = {"kuhn": list(range(40))}
+    one = cpu_seconds(PAPER, Throughput(_rows()), "leduc", 1)
+    seconds = one * 0.7
+    step = _plan(seconds, published=kuhn_done)
+    assert len(step.blocks) == 1 and not step.blocks[0].finishes
+    assert step.blocks[0].seeds == 1 and step.blocks[0].predicted_seconds == pytest.approx(
+        seconds, abs=0.1)
+    reserve = sum(BYTES.block[g] * 40 for g in ("leduc", "goofspiel"))
+    full = _plan(seconds, published=kuhn_done, history_left=reserve + 0.5e6)
+    assert not [b for b in full.blocks if b.game == "leduc"]
+    assert any("repository room" in n for n in full.notes), full.notes
+    # too short to start anything worth its start-up: nothing
+    tiny = _plan(SAVE_SECONDS + MIN_PIECE_SECONDS, published=kuhn_done)
+    assert not tiny.blocks and tiny.notes
+
+
+def test_a_slower_pace_plans_less():
+    """The allocation's measured slowdown stretches every prediction: fewer seeds fit."""
+    fast, slow = _plan(60.0 * 150), _plan(60.0 * 150, slowdown=2.0)
+    seeds = [sum(b.seeds for b in s.blocks if b.finishes and b.critic == "learned")
+             for s in (fast, slow)]
+    assert seeds[1] < seeds[0]
+
+
+# --- the background command, on this CPU, at a small scale -------------------------------------
+
+BENCH = ROOT / "bench" / "cpu_allocation.py"
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The smoke config with one critic (a block may be split) and a Kuhn run of about half a
+    minute, its game compiled, an empty publication, and a throughput table of this processor
+    and code (so that no allocation measures)."""
+    from neurd import games, publication
+    from neurd.config import load_snapshot
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import cpu_allocation
+
+    root = tmp_path_factory.mktemp("cpu")
+    cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"),
+               exact_critic_games=[])
+    cfg["phase_iterations"] = dict(cfg["phase_iterations"], kuhn=40000)
+    (root / "results/config").mkdir(parents=True)
+    (root / "results/config/neural.json").write_text(json.dumps(cfg))
+    (root / "results/neural/kuhn").mkdir(parents=True)
+    games.save(games.compile_configured("kuhn", cfg["game_strings"], None, "neural"),
+               root / "results/neural/kuhn/game.npz")
+    publication.init(root / "published", cfg)
+    from neurd.revision import source_hash
+
+    cpu = cpu_allocation.processor()
+    code = source_hash(ROOT / "src/neurd/neural", ROOT / "src/neurd/tabular")
+    rows = [{"game": "kuhn", "critic": "learned", "configurations": n, "parallel": 1,
+             "code": "this", "ms_per_cycle": 2.0, "checkpoint_seconds": 0.01,
+             "startup_seconds": 5.0, "revision_code": code, "jax": cpu["jax"]}
+            for n in (12, 24, 60, 120)]
+    cpu_allocation.keep_rows(root / "tables", cpu, rows)
+    return root, cfg, cpu
+
+
+def _command(root, mode, *extra):
+    return subprocess.run([sys.executable, str(BENCH), mode, "--results",
+                           str(root / "results"), "--publication", str(root / "published"),
+                           "--work", str(root / "work"), "--out", str(root / "out"),
+                           "--tables", str(root / "tables"), *extra],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _wait(condition, seconds, what):
+    until = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < until, f"{what}: not after {seconds} s"
+        time.sleep(0.5)
+
+
+def _publish(root, cfg, monkeypatch):
+    from types import SimpleNamespace
+
+    from neurd.publish import _add  # the step `make publish-blocks` runs
+
+    monkeypatch.setattr("neurd.publish._config_and_folder",
+                        lambda args: (cfg, root / "published", root / "publish-work"))
+    _add(SimpleNamespace(packs=[str(root / "out")], keep_reports=None,
+                         keep_cpu_reports=str(root / "reports"), replace=False,
+                         configfile="smoke", workflow="."))
+    return json.loads((root / "published/manifest.json").read_text())["games"]["kuhn"]
+
+
+@pytest.mark.workflow
+def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkeypatch):
+    """Started, it returns at once with the allocation detached and running at nice 19; a
+    second start is refused naming the first; status says what it does; stopped, its block comes
+    back in progress (the state it saved last) and starting again before publishing is refused;
+    published, the next allocation resumes it, and the block that finishes is the block run
+    whole, every piece naming this processor, its instruction set and the variant it ran."""
+    import pandas as pd
+
+    from neurd import cli
+
+    root, cfg, cpu = small
+    start = time.monotonic()
+    started = _command(root, "start", "--minutes", "20", "--code", "tree",
+                       "--checkpoint-minutes", "0.05")
+    assert started.returncode == 0, started.stderr
+    assert time.monotonic() - start < 30 and "started: pid" in started.stdout
+    lock = json.loads((root / "work/running.json").read_text())
+    assert os.getpriority(os.PRIO_PROCESS, lock["pid"]) == 19
+    assert os.getsid(lock["pid"]) == lock["pid"]  # its own session: the shell may go
+    again = _command(root, "start", "--minutes", "5", "--code", "tree")
+    assert again.returncode == 2 and f"pid {lock['pid']}" in again.stderr
+    state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
+    _wait(state.is_file, 240, "the job's first saved state")
+    said = _command(root, "status")
+    assert said.returncode == 0 and "running" in said.stdout
+    assert "now: kuhn/learned_s0-1" in said.stdout, said.stdout
+    stopped = _command(root, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (root / "work/running.json").exists()
+    report = json.loads((root / "out/allocation.json").read_text())
+    assert [j["status"] for j in report["jobs"]] == [
+        "in progress (killed, with the state it saved last)"]
+    assert report["processor"]["processor"] == cpu["processor"]
+    refused = _command(root, "start", "--minutes", "5", "--code", "tree")
+    assert refused.returncode == 2 and "not yet published" in refused.stderr
+
+    kuhn = _publish(root, cfg, monkeypatch)
+    assert kuhn["in_progress"] == ["learned_s0-1"] and kuhn["seeds"] == []
+    assert list((root / "reports").glob("*.json"))
+    resumed = _command(root, "start", "--minutes", "20", "--code", "tree")
+    assert resumed.returncode == 0, resumed.stderr
+    _wait(lambda: not (root / "work/running.json").exists(), 240, "the second allocation")
+    report = json.loads((root / "out/allocation.json").read_text())
+    assert [j["status"] for j in report["jobs"]] == ["finished"], report["jobs"]
+    block = root / "work/run/neural/kuhn/blocks/learned_s0-1"
+    whole = root / "whole"
+    assert cli.main(["neural-run", "--config", str(root / "results/config/neural.json"),
+                     "--game", "kuhn", "--critic", "learned", "--seeds", "0-1", "--compiled",
+                     str(root / "results/neural/kuhn/game.npz"), "--curves",
+                     str(whole / "curves.parquet"), "--policies",
+                     str(whole / "policies.parquet")]) == 0
+    for name in ("curves.parquet", "policies.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(block / name),
+                                      pd.read_parquet(whole / name), check_exact=True)
+    kuhn = _publish(root, cfg, monkeypatch)
+    assert kuhn["seeds"] == [0, 1] and not kuhn.get("in_progress")
+    provenance = json.loads((root / "published/neural/kuhn/blocks/learned_s0-1/"
+                             "provenance.json").read_text())
+    assert len(provenance["pieces"]) == 2
+    for piece in provenance["pieces"]:
+        assert piece["processor"] == cpu["processor"] and piece["isa"] == cpu["isa"]
+        assert piece["variant"].startswith("map_used."), piece["variant"]
+        assert piece["threads"] >= 1 and "xla_flags" in piece
+    assert provenance["devices"] == [f"{cpu['processor']}, {cpu['isa']}"]
