@@ -25,8 +25,8 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
 2. **plans** (:func:`neurd.allocation.cpu_plan`): the published blocks in progress first,
    then Kuhn, Leduc and Goofspiel in that order, in blocks that finish in the time left, the
    last continuing in the next allocation if the repository has room for its state; after
-   each block it plans again, from the time left and the pace measured so far (a block slower
-   than predicted, as the foreground work takes the CPU, makes the next predictions slower);
+   each block it plans again, from the time left and the pace of the last block against its
+   prediction (the foreground work takes the CPU from a job at nice 19);
 3. **runs** each block (``neurd neural-run --seeds``), saving its state every
    :data:`CHECKPOINT_MINUTES` minutes, stopping it before the end with its state saved (or at
    ``stop``: killed, with the state it saved last); a block of a game with several critics
@@ -71,6 +71,9 @@ CYCLES = {"kuhn": 1000, "leduc": 200, "goofspiel": 100}
 CHECKPOINT_MINUTES = 2.0  # a block's state saved this often: what a kill may lose at most
 PACK_SECONDS = 60.0  # kept at the end for packing
 HEARTBEAT_SECONDS = 60.0
+# the pace of the last finished block against the table's (the predictions' factor): the
+# foreground work slows a job at nice 19, a table measured under load makes it look fast
+PACE_BOUNDS = (0.5, 5.0)
 LOCK = "running.json"
 CODE = ("src", "bench", "workflow")  # what the copy of the code holds (the config's schemas)
 
@@ -130,9 +133,18 @@ def _clock(epoch: float) -> str:
     return time.strftime("%H:%M UTC", time.gmtime(epoch))
 
 
+def shown(path) -> str:
+    """``path`` as a user reads it: relative to the current folder where it is inside it."""
+    path = Path(path)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _describe(record: dict) -> str:
     return (f"pid {record['pid']}, started {_clock(record['started'])}, ends "
-            f"{_clock(record['ends'])}; log {record['log']}")
+            f"{_clock(record['ends'])}; log {shown(record['log'])}")
 
 
 def unpublished(out: Path, publication: Path) -> list[str]:
@@ -225,8 +237,9 @@ def start(args, places: Places) -> int:
             return 2
     left = unpublished(places.out, places.publication)
     if left:
-        print(f"{places.out} holds a pack not yet published ({', '.join(left)}): publish it "
-              f"first (make publish-blocks FROM={places.out}) and commit, or give another "
+        print(f"{shown(places.out)} holds a pack not yet published ({', '.join(left)}): "
+              f"publish it first (make publish-blocks FROM={shown(places.out)}) and commit, or "
+              "give another "
               "OUT", file=sys.stderr)
         return 2
     places.work.mkdir(parents=True, exist_ok=True)
@@ -257,7 +270,7 @@ def start(args, places: Places) -> int:
         raise
     print(f"CPU allocation started: {_describe(record)}.\nSee it with `make "
           "cpu-allocation-status`; when it has ended, publish what it made with `make "
-          f"publish-blocks FROM={places.out}` and commit.", flush=True)
+          f"publish-blocks FROM={shown(places.out)}` and commit.", flush=True)
     return 0
 
 
@@ -289,8 +302,9 @@ def status(places: Places) -> int:
         left = unpublished(places.out, places.publication)
         print(f"  the last one ended at {report.get('ended', '?')}: "
               + (f"{len(left)} packed, not yet published: make publish-blocks "
-                 f"FROM={places.out}, then commit" if left else "nothing left to publish"))
-    print(f"  log: {places.log}")
+                 f"FROM={shown(places.out)}, then commit" if left
+                 else "nothing left to publish"))
+    print(f"  log: {shown(places.log)}")
     return 0
 
 
@@ -307,10 +321,10 @@ def stop(places: Places, wait: float = 180.0) -> int:
         time.sleep(0.5)
     if _alive(int(record["pid"])):
         print(f"the allocation (pid {record['pid']}) has not ended after {wait:.0f} s; see "
-              f"{record['log']}", file=sys.stderr)
+              f"{shown(record['log'])}", file=sys.stderr)
         return 1
-    print(f"stopped; what it made is packed in {record['out']}: make publish-blocks "
-          f"FROM={record['out']}, then commit")
+    print(f"stopped; what it made is packed in {shown(record['out'])}: make publish-blocks "
+          f"FROM={shown(record['out'])}, then commit")
     return 0
 
 
@@ -492,8 +506,8 @@ def _state(bg: Background, cfg: dict, done: dict[str, list[int]], history: float
 
 def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
     """Plan, run the first block (every critic of its seeds), plan again, until the time is up
-    or a block stops; the pace of each finished job against its prediction slows the next
-    predictions (never speeds them)."""
+    or a block stops; the pace of each finished block against its prediction scales the next
+    predictions (within :data:`PACE_BOUNDS` of the table's)."""
     from neurd.allocation import Throughput, cpu_plan
 
     throughput, sizes = Throughput(rows), alloc.repository_bytes(bg.places.results, cfg)
@@ -538,8 +552,8 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
             history += sizes.block.get(first.game, 0.0) * first.seeds
             bg.cycles += len(group) * alloc_cycles(cfg, first.game, first.done_before)
             taken = sum(r["seconds"] for r in records)
-            slowdown = max(1.0, taken / max(sum(b.predicted_seconds for b in group), 1.0)
-                           * slowdown)
+            slowdown = min(max(taken / max(sum(b.predicted_seconds for b in group), 1.0)
+                               * slowdown, PACE_BOUNDS[0]), PACE_BOUNDS[1])
             bg.report.data["finished"] = [str(f) for f in bg.finished]
             continue
         states = [r.get("state") for r in records if r.get("state")]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from neurd import allocation
 from neurd.allocation import (
     CPU_WHOLE_SECONDS,
     MIN_PIECE_SECONDS,
@@ -289,3 +290,18 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
         assert piece["variant"].startswith("map_used."), piece["variant"]
         assert piece["threads"] >= 1 and "xla_flags" in piece
     assert provenance["devices"] == [f"{cpu['processor']}, {cpu['isa']}"]
+
+
+def test_a_gpu_takes_goofspiel_first_and_skips_what_the_cpu_published():
+    """On a GPU the games come the other way round: Goofspiel's blocks before Leduc's and
+    Kuhn's; the seeds a CPU allocation has published are never planned again."""
+    rows = [dict(r, parallel=1) for r in _rows(scale=0.05)]
+    published = {"kuhn": list(range(40)), "leduc": list(range(12))}
+    best = allocation.schedule(PAPER, published, Throughput(rows), 8 * 60.0, 8 * 60.0,
+                               bytes_=Bytes({g: 1e5 for g in MS}, {g: 1e5 for g in MS}))
+    planned = [b for step in best.plans for b in step.blocks]
+    order = [b.game for b in planned]
+    assert order == sorted(order, key=["goofspiel", "leduc", "kuhn"].index)
+    assert not [b for b in planned if b.game == "kuhn"]
+    assert min(b.first for b in planned if b.game == "leduc") == 12
+    assert best.complete

@@ -1,4 +1,4 @@
-"""The plan of short GPU allocations: seed blocks sized and placed to finish the run soonest.
+"""The plan of allocations: seed blocks sized and placed to finish the run soonest.
 
 GPU time comes in short allocations (one GPU, about ten minutes, nothing kept
 afterwards but a few files).  The paper-scale Fig 6 is therefore computed in
@@ -22,7 +22,12 @@ each game, and keeps the schedule that **finishes every game's seeds in the
 fewest allocations** within the cap (then: the first seed of each game soonest,
 then the fewest GPU seconds, then the fewest bytes).  :func:`plan` is its first
 allocation; :func:`describe` says, per game, which allocation brings its first
-seed and its last.
+seed and its last.  A GPU takes the games in :data:`GPU_ORDER`, Goofspiel first.
+
+:func:`cpu_plan` is one CPU allocation's plan (``bench/cpu_allocation.py``): a
+machine's CPU computes the run in the background of working sessions, one job at a
+time, the games in :data:`CPU_ORDER` (Kuhn, Leduc, Goofspiel), priced on that
+processor's own measured throughput.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ SAVE_SECONDS = 30.0
 HISTORY_CAP = 100 * 2**20
 # block sizes tried (seeds per block); the config's seeds and what is measured bound them
 BLOCK_SIZES = (1, 2, 4, 5, 8, 10, 20, 40)
+# the games' order on a GPU: Goofspiel, which takes a CPU days, first; Leduc and Kuhn, which a
+# CPU computes in the background of working sessions (cpu_plan, in the other order), after
+GPU_ORDER = ("goofspiel", "leduc", "kuhn")
 
 
 @dataclass(frozen=True)
@@ -281,8 +289,9 @@ def _runs(seeds: Sequence[int], size: int) -> list[tuple[int, int]]:
 
 
 def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job] | None:
-    """The jobs of a schedule in order: blocks in progress first, then new blocks, one block
-    of each game in turn (the cheapest game first), so that every game gets a seed early."""
+    """The jobs of a schedule in order: blocks in progress first, then new blocks, game by game
+    in :data:`GPU_ORDER` (the game a CPU cannot compute first; the seeds a CPU allocation has
+    published are not among them)."""
     jobs = []
     for block in in_progress:
         work = throughput.work(cfg, block.game, block.critic, block.last - block.first + 1,
@@ -302,10 +311,9 @@ def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job
                 queue.append(_Job(game, critic, first, last, work,
                                   whole=len(critics(cfg, game)) > 1))
         queues[game] = queue
-    order = sorted(queues, key=lambda g: (queues[g][0].work if queues[g] else 0.0,
-                                          list(cfg["games"]).index(g)))
-    for k in range(max((len(q) for q in queues.values()), default=0)):
-        jobs += [queues[g][k] for g in order if k < len(queues[g])]
+    for game in [g for g in GPU_ORDER if g in queues] + [g for g in queues
+                                                          if g not in GPU_ORDER]:
+        jobs += queues[game]
     return jobs
 
 

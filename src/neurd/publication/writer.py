@@ -86,17 +86,17 @@ def _write_readme(folder: Path, cfg: Mapping, manifest: Mapping, name: str) -> N
         f"{list(cfg['entropies'])}, {int(cfg['phases'])} phases of " + ", ".join(
             f"{g} {int(cfg['phase_iterations'][g])}" for g in cfg["games"])
         + " learning iterations.", "",
-        "| game | seeds published | blocks | compute minutes | devices |",
-        "| --- | --- | --- | ---: | --- |"]
+        "| game | seeds published | blocks | CPU hours | GPU minutes | devices |",
+        "| --- | --- | --- | ---: | ---: | --- |"]
     for game in cfg["games"]:
         entry = manifest["games"].get(game, {"blocks": [], "seeds": []})
         lines.append(f"| {game} | {len(entry['seeds'])} of {seeds} | {len(entry['blocks'])} | "
-                     f"{entry.get('compute_minutes', 0)} | "
+                     f"{entry.get('cpu_hours', 0)} | {entry.get('gpu_minutes', 0)} | "
                      + "; ".join(entry.get("devices", [])) + " |")
     progress = [(g, b) for g in cfg["games"]
                 for b in manifest["games"].get(g, {}).get("in_progress", [])]
     if progress:
-        lines += ["", "Blocks in progress (resumed first by the next GPU allocation; never drawn, "
+        lines += ["", "Blocks in progress (resumed first by the next allocation; never drawn, "
                   "never counted among the seeds above):", ""]
         lines += [f"- {g} {b}: {manifest['games'][g].get('progress', {}).get(b, '')}"
                   for g, b in progress]
@@ -356,6 +356,11 @@ def _derive(build: Path, games: dict, cfg: Mapping, compiled: Mapping, folder) -
                                  .read_text()) for b in entry["blocks"]]
         entry["compute_minutes"] = round(sum(p["compute_seconds"] for p in provenance)
                                          / 60.0, 2)
+        pieces = [piece for p in provenance for piece in p["pieces"]]
+        entry["cpu_hours"] = round(sum(float(p.get("seconds", 0.0)) for p in pieces
+                                       if p.get("platform") == "cpu") / 3600.0, 2)
+        entry["gpu_minutes"] = round(sum(float(p.get("seconds", 0.0)) for p in pieces
+                                         if p.get("platform") != "cpu") / 60.0, 2)
         entry["devices"] = sorted({d for p in provenance for d in p["devices"]})
 
 
