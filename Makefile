@@ -113,13 +113,15 @@ gpu-allocation:
 
 # Back here: check the packed blocks in FROM (folders holding blocks.json; by default the
 # GPU's OUT and the CPU's CPU_OUT, those that hold a pack) and add them to published/paper,
-# and the README's sentence on its seeds; each allocation's report is kept in
-# bench/gpu/allocations/ (a GPU's) or bench/cpu/allocations/ (a CPU's). Commit them.
+# the README's sentence on its seeds and the findings' section on them; each allocation's
+# report is kept in bench/gpu/allocations/ (a GPU's) or bench/cpu/allocations/ (a CPU's).
+# Commit them.
 FROM ?= $(or $(foreach f,$(OUT) $(CPU_OUT),$(if $(wildcard $(f)/blocks.json),$(f))),$(OUT))
 publish-blocks: $(STAMP)
 	$(BIN)/neurd published-add workflow/config/paper.yaml $(FROM) \
 	  --keep-reports bench/gpu/allocations --keep-cpu-reports bench/cpu/allocations
 	$(BIN)/neurd published-readme published/paper
+	$(BIN)/neurd published-findings published/paper
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
 # the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end

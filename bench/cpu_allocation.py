@@ -1,4 +1,4 @@
-"""The paper-scale Fig 6 computed by this machine's CPU in the background of a working session.
+"""The paper-scale Fig 6 computed by this machine's CPU in the background, as work goes on.
 
     make cpu-allocation MINUTES=150     # starts it, detached, at nice 19; returns at once
     make cpu-allocation-status          # what it is doing: blocks, cycles, ETA
@@ -14,7 +14,7 @@ allocation (``bench/gpu_allocation.py``) does, and packs what it made the same w
 already (naming it) or when ``--out`` holds a pack not yet published, copies the source of
 the commit checked out (``git archive HEAD``; the working tree's uncommitted changes are not
 in it, so that the code may change beside the run and every block records the commit that
-made it), and starts ``run`` detached from the shell (its own session, stdin closed), at the
+made it), and starts ``run`` detached from the shell (its own process session, stdin closed), at the
 lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within ``--minutes``:
 
 1. **prices** the blocks with this processor's throughput (ms per learning cycle of each game
@@ -64,10 +64,11 @@ from neurd.allocation import CPU_ORDER  # noqa: E402
 from neurd.neural.runs import critics  # noqa: E402
 
 SIZES = (12, 24, 60, 120)  # configurations timed: 1, 2, 5 and 10 seeds of the paper config
-# learning cycles per timed segment: a second or more at N = 12 on a CPU of today, so that
-# the per-segment cost of Python and of starting the program weighs little, as in a job
-# (whose segments, between checkpoint rows, are of about 1,650 cycles at the paper's length)
-CYCLES = {"kuhn": 1000, "leduc": 200, "goofspiel": 100}
+# learning cycles per timed segment, times N: about a second or more of a CPU of today at
+# every N (a CPU's cycle takes about N times as long), so that the per-segment cost of Python
+# and of starting the program weighs little, as in a job (whose segments, between checkpoint
+# rows, are of about 1,650 cycles at the paper's length)
+CYCLES_TIMES_N = {"kuhn": 12_000, "leduc": 2_400, "goofspiel": 1_200}
 CHECKPOINT_MINUTES = 2.0  # a block's state saved this often: what a kill may lose at most
 PACK_SECONDS = 60.0  # kept at the end for packing
 HEARTBEAT_SECONDS = 60.0
@@ -384,7 +385,8 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
         out = folder / f"{game}.json"
         command = [sys.executable, str(ROOT / "bench" / "gpu_allocation.py"), "worker",
                    "--games", str(places.results / "neural"), "--out", str(out),
-                   "--evaluation", "--cycles", str(CYCLES.get(game, 100)), "--cells", *cells]
+                   "--evaluation", "--cycles-times-n",
+                   str(CYCLES_TIMES_N.get(game, 1_200)), "--cells", *cells]
         with open(folder / f"{game}.log", "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
             while process.poll() is None:

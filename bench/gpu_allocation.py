@@ -286,7 +286,8 @@ def worker(args) -> int:
         compiled = games.load(Path(args.games) / name / "game.npz")
         # this tree's own variants (a baseline tree has none)
         spec = make_spec("float32", critic, args.variant)
-        count = args.cycles or (40 if int(n) >= 240 else 100)
+        count = (max(20, round(args.cycles_times_n / int(n))) if args.cycles_times_n
+                 else 40 if int(n) >= 240 else 100)
         timed = time_segments(compiled, name, spec, int(n) // 12, count,
                               0 if args.compile_only else 2,
                               ready=None if not args.sync else partial(_partners, args, cell),
@@ -718,8 +719,9 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--evaluation", action="store_true")
     w.add_argument("--profile", default=None)
     w.add_argument("--variant", default="default", help="the cycle variant timed")
-    w.add_argument("--cycles", type=int, default=None,
-                   help="learning cycles per timed segment (default: 100, 40 from N = 240)")
+    w.add_argument("--cycles-times-n", type=float, default=None,
+                   help="learning cycles per timed segment times N (at least 20 cycles; "
+                        "default: 100 cycles, 40 from N = 240)")
     parser.add_argument("--results", default="results/paper",
                         help="the scale's results folder: config/neural.json and "
                              "neural/<game>/game.npz (make gpu-allocation-inputs)")

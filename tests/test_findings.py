@@ -121,3 +121,36 @@ def test_the_quoted_numbers_are_the_runs():
                              f"{low if low == high else f'{low}-{high}'} in {quote!r}")
     assert not wrong, ("docs/findings.md quotes numbers this run does not give (another "
                        "CPU model? widen the range and name the model):\n" + "\n".join(wrong))
+
+
+def test_the_paper_length_section_is_the_publications():
+    """docs/findings.md's section on the paper-length Fig 6 is what `neurd published-findings`
+    writes from published/paper as it is now (rerun it after every publication)."""
+    from neurd.published_findings import findings, page_part
+
+    text = FINDINGS.read_text(encoding="utf-8")
+    span = page_part(text, "published/paper")
+    assert span is not None, "docs/findings.md has no marks for published/paper"
+    assert text[span[0]:span[1]] == "\n" + findings(ROOT / "published/paper") + "\n", (
+        "docs/findings.md's paper-length section is not the publication's: run `neurd "
+        "published-findings published/paper`")
+
+
+def test_a_publication_with_seeds_is_judged_claim_by_claim(tmp_path):
+    """With seeds published, the section has every Fig 6 claim of each game judged on them,
+    labelled with the publication; a page without the marks is refused and left as it is."""
+    from neurd import cli
+    from neurd.published_findings import findings
+
+    text = findings(ROOT / "published/smoke")
+    assert "Kuhn poker 2 of 2 (" in " ".join(text.split())
+    assert "| claim | verdict | measured |" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 6 and all("published/smoke" in row for row in rows[1:]), rows
+    assert all(row.split(" | ")[1] in ("pass", "fail", "tie", "unmeasured", "differs")
+               for row in rows[1:])
+    page = tmp_path / "page.md"
+    page.write_text("no marks here\n")
+    assert cli.main(["published-findings", str(ROOT / "published/smoke"), "--page",
+                     str(page)]) != 0
+    assert page.read_text() == "no marks here\n"

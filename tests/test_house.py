@@ -23,6 +23,8 @@ FUNCTION_LINES = 80
 # The steps that draw a figure, above both its tables' stage and its figure module.
 DRAWING_STEPS = {
     "neurd.readings_grid": "neurd readings-grid: the readings study's tables and figure",
+    "neurd.published_findings": "neurd published-findings: a publication's Fig 6 claims "
+                                "written into docs/findings.md",
 }
 
 

@@ -50,8 +50,10 @@ LAYERS = [
     # the registry of the stages
     ["neurd.stages"],
     # a run's provenance, a publication checked against its config file, the readings
-    # study's grid step (its tables and its figure), the command line
-    ["neurd.provenance", "neurd.publish", "neurd.readings_grid", "neurd.cli"],
+    # study's grid step (its tables and its figure), a publication's Fig 6 claims written into
+    # the findings page, the command line
+    ["neurd.provenance", "neurd.publish", "neurd.readings_grid", "neurd.published_findings",
+     "neurd.cli"],
 ]
 
 # Imports by computed name (importlib.import_module), as (module, "top" | "function",

@@ -25,7 +25,7 @@ allocation; :func:`describe` says, per game, which allocation brings its first
 seed and its last.  A GPU takes the games in :data:`GPU_ORDER`, Goofspiel first.
 
 :func:`cpu_plan` is one CPU allocation's plan (``bench/cpu_allocation.py``): a
-machine's CPU computes the run in the background of working sessions, one job at a
+machine's CPU computes the run in the background while the project is worked on, one job at a
 time, the games in :data:`CPU_ORDER` (Kuhn, Leduc, Goofspiel), priced on that
 processor's own measured throughput.
 """
@@ -58,7 +58,7 @@ HISTORY_CAP = 100 * 2**20
 # block sizes tried (seeds per block); the config's seeds and what is measured bound them
 BLOCK_SIZES = (1, 2, 4, 5, 8, 10, 20, 40)
 # the games' order on a GPU: Goofspiel, which takes a CPU days, first; Leduc and Kuhn, which a
-# CPU computes in the background of working sessions (cpu_plan, in the other order), after
+# CPU computes in the background (cpu_plan, in the other order), after
 GPU_ORDER = ("goofspiel", "leduc", "kuhn")
 
 
@@ -460,12 +460,12 @@ def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedul
 
 
 # --- one CPU allocation ------------------------------------------------------------------------
-# A CPU computes the paper-scale run in the background of a working session, one job at a
-# time, in the games' order (the cheapest first).  A block of a game run with several critics
-# must finish in the allocation that starts it (were the allocation cut short, all of it would be
-# lost), so it is kept to CPU_WHOLE_SECONDS where one seed allows; a block of one critic saves
-# its state every few minutes and may be stopped at any time, so its size is what costs least
-# per seed, within the time left.
+# A CPU computes the paper-scale run in the background while the project is worked on, one
+# job at a time, in the games' order (the cheapest first).  A block of a game run with several
+# critics must finish in the allocation that starts it (were the allocation cut short, all of it
+# would be lost), so it is kept to CPU_WHOLE_SECONDS where one seed allows; a block of one
+# critic saves its state every few minutes and may be stopped at any time, so its size is what
+# costs least per seed, within the time left.
 CPU_ORDER = ("kuhn", "leduc", "goofspiel")
 CPU_BLOCK_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
 CPU_WHOLE_SECONDS = 10 * 60.0

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 
-from neurd import __version__, publish, readings_grid
+from neurd import __version__, publish, published_findings, readings_grid
 from neurd.audit import gather, write_audit
 from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_steps(sub)
     readings_grid.register(sub)
     publish.register(sub)
+    published_findings.register(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")
     p.add_argument("module", choices=FIGURES, help="the figure's module in neurd.figures")

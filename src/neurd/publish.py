@@ -311,8 +311,14 @@ def seeds_sentence(folder: str | os.PathLike) -> str:
     if not any(counts.values()):
         return (f"{text} With none, `fig6_{name}` is not drawn, and the Fig 6 verdicts above "
                 "are the default scale's alone.")
+    judged = [g for g, n in counts.items() if n]
+    rest = [game_title(g) + "'s" for g in cfg["games"] if g not in judged]
     return (f"{text} The pipeline draws `fig6_{name}` and its audit from them; each game's "
-            "rows say how many seeds they are judged on.")
+            "rows say how many seeds they are judged on. Fig 6 rows judged on them (their "
+            "findings: docs/findings.md): "
+            + ", ".join(f"{game_title(g)}'s ({counts[g]} of {total} seeds)" for g in judged)
+            + ("; " + " and ".join(rest) + " at the default scale only" if rest else "")
+            + ".")
 
 
 def readme_block(text: str, folder: str) -> tuple[int, int] | None:
