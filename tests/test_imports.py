@@ -26,9 +26,11 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 # Lowest floor first.  A module may import from its own floor (no cycle allowed) or below.
 LAYERS = [
     # foundations: the vocabulary, config errors, precision scopes, progress, random
-    # streams, statistics, the matrix games and the learners' steps, the source revision
+    # streams, statistics, the matrix games and the learners' steps, the source revision and
+    # the machine
     ["neurd", "neurd.names", "neurd.config", "neurd.precision", "neurd.progress",
-     "neurd.streams", "neurd.stats", "neurd.matrix_games", "neurd.learners", "neurd.revision"],
+     "neurd.streams", "neurd.stats", "neurd.matrix_games", "neurd.learners", "neurd.revision",
+     "neurd.machine"],
     # files: tables with provenance, config files and their schemas, files carried between
     # machines
     ["neurd.tables", "neurd.configfile", "neurd.packs", "neurd.schema"],

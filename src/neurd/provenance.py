@@ -13,6 +13,8 @@ from html import escape
 from pathlib import Path
 
 from neurd import __version__
+from neurd.machine import cpu_description
+from neurd.neural import variants
 from neurd.revision import git_revision
 from neurd.stages import SECTIONS, snapshot
 from neurd.tables import InputFileError, config_hash, write_text
@@ -34,6 +36,10 @@ def package_versions(names=PACKAGES) -> dict[str, str | None]:
 
 
 def machine() -> dict[str, object]:
+    """The machine: system, Python, JAX's backend and devices, the processor, the instruction
+    set XLA compiles for, the threads, the XLA flags in force (:mod:`neurd.machine`), and the
+    learning cycle's variant the neural jobs run here by default, resolved (every job's pieces
+    also record their own)."""
     import jax
 
     return {
@@ -41,8 +47,10 @@ def machine() -> dict[str, object]:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
+        **cpu_description(),
         "jax_backend": jax.default_backend(),
         "jax_devices": [str(d) for d in jax.devices()],
+        "neural_cycle_variant": variants.resolved_name(variants.parse(variants.DEFAULT_NAME)),
     }
 
 

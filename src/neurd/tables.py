@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import neurd
+from neurd.machine import cpu_description
 
 METADATA_PREFIX = "neurd."
 
@@ -123,7 +124,9 @@ def write_table(
     ``columns`` maps each column name to its documentation and fixes the
     column order; a frame with other columns is refused.  ``config`` is the
     config section the table was computed from (stored with its hash and
-    seed); ``extra`` adds further ``neurd.<key>`` entries (JSON-encoded).
+    seed); ``machine`` names the processor, the instruction set XLA compiles for,
+    the threads and the XLA flags (:func:`neurd.machine.cpu_description`); ``extra``
+    adds further ``neurd.<key>`` entries (JSON-encoded).
     """
     if list(frame.columns) != list(columns):
         missing = [c for c in columns if c not in frame.columns]
@@ -136,7 +139,8 @@ def write_table(
         frame = frame[list(columns)]
     table = pa.Table.from_pandas(frame.reset_index(drop=True), preserve_index=False)
     metadata = dict(table.schema.metadata or {})
-    entries = {"version": neurd.__version__, "columns": dict(columns)}
+    entries = {"version": neurd.__version__, "columns": dict(columns),
+               "machine": cpu_description()}
     if config is not None:
         entries["config"] = config
         entries["config_hash"] = config_hash(config)
