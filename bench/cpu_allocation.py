@@ -21,7 +21,9 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
    and critic at N = 12, 24, 60, 120 configurations, the checkpoint evaluation, a job's
    start-up): the rows of this processor model, instruction set, jax and neural code in
    ``bench/cpu/<processor>.json``, else measured here (one program at a time, a few minutes)
-   and added to that file, so that the next start on such a processor computes at once;
+   and added to that file, so that the next start on such a processor computes at once (kept
+   only where the machine's other processes left it alone meanwhile: a measurement at nice 19
+   beside busy work would price every later block too high);
 2. **plans** (:func:`neurd.allocation.cpu_plan`): the published blocks in progress first,
    then Kuhn, Leduc and Goofspiel in that order, in blocks that finish in the time left, the
    last continuing in the next allocation if the repository has room for its state; after
@@ -72,6 +74,9 @@ CYCLES_TIMES_N = {"kuhn": 12_000, "leduc": 2_400, "goofspiel": 1_200}
 CHECKPOINT_MINUTES = 2.0  # a block's state saved this often: what a kill may lose at most
 PACK_SECONDS = 60.0  # kept at the end for packing
 HEARTBEAT_SECONDS = 60.0
+# a measurement is kept for the next allocations only where the machine's other processes kept
+# at most this many cores busy meanwhile (a nice 19 measurement beside busy work is slow)
+QUIET_CORES = 0.25
 # the pace of the last finished block against the table's (the predictions' factor): the
 # foreground work slows a job at nice 19, a table measured under load makes it look fast
 PACE_BOUNDS = (0.5, 5.0)
@@ -372,10 +377,41 @@ def keep_rows(tables: Path, cpu: dict, rows: list[dict]) -> Path:
     return path
 
 
+def busy_seconds() -> float | None:
+    """CPU seconds every process of the machine has used since it started (``/proc/stat``;
+    None where the system does not say)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] != "cpu":
+        return None
+    ticks = [int(x) for x in fields[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle and waiting for I/O
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def others_share(busy_before: float | None, children_before: float, wall: float) -> float | None:
+    """The cores the machine's other processes kept busy on average since ``busy_before``
+    (:func:`busy_seconds`) and ``children_before`` (this process's waited-for children's CPU
+    seconds), over ``wall`` seconds: what took the CPU from a measurement."""
+    import resource
+
+    now = busy_seconds()
+    if busy_before is None or now is None or wall <= 0:
+        return None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    mine = usage.ru_utime + usage.ru_stime - children_before
+    return max(now - busy_before - mine, 0.0) / wall
+
+
 def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
             stop_event: threading.Event) -> list[dict]:
     """ms per cycle, checkpoint seconds and start-up of every game and critic at
-    :data:`SIZES`, one program at a time (a worker per game, Kuhn first)."""
+    :data:`SIZES`, one program at a time (a worker per game, Kuhn first); each row says how
+    many cores other processes kept busy meanwhile (``others_cores``)."""
+    import resource
+
     rows = []
     folder = places.work / "measure"
     shutil.rmtree(folder, ignore_errors=True)
@@ -387,6 +423,9 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
                    "--games", str(places.results / "neural"), "--out", str(out),
                    "--evaluation", "--cycles-times-n",
                    str(CYCLES_TIMES_N.get(game, 1_200)), "--cells", *cells]
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before, children, started = busy_seconds(), usage.ru_utime + usage.ru_stime, \
+            time.monotonic()
         with open(folder / f"{game}.log", "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
             while process.poll() is None:
@@ -394,10 +433,13 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
                     process.kill()
                 time.sleep(0.2)
         got = json.loads(out.read_text()) if out.is_file() else []
+        share = others_share(before, children, time.monotonic() - started)
         for row in got:
-            row.update(code="this", parallel=1, startup_seconds=row["first_segment_seconds"])
+            row.update(code="this", parallel=1, startup_seconds=row["first_segment_seconds"],
+                       others_cores=None if share is None else round(share, 3))
         rows += got
-        report.step("measure", game=game, cells=len(got), of=len(cells))
+        report.step("measure", game=game, cells=len(got), of=len(cells),
+                    others_cores=None if share is None else round(share, 2))
         if len(got) < len(cells):
             break
     return rows
@@ -488,9 +530,15 @@ def _throughput(bg: Background, cfg: dict, env: dict) -> list[dict]:
             "%Y-%m-%d", time.gmtime()), "load_average": list(os.getloadavg()),
             "variant": variants.resolved_name(variants.parse("default"))}
         rows = [dict(r, **stamp) for r in rows]
-        if rows:
+        busy = max((r["others_cores"] or 0.0 for r in rows), default=0.0)
+        if rows and busy <= QUIET_CORES:
             report.step("measured", rows=len(rows), kept_in=str(keep_rows(places.tables, cpu,
                                                                           rows)))
+        elif rows:
+            report.step("measured", rows=len(rows), kept_in=None, why=(
+                f"other processes kept {busy:.2f} cores busy meanwhile (more than "
+                f"{QUIET_CORES}): priced with for this allocation only, measured again by "
+                "the next"))
     report.data["throughput"] = rows
     return rows
 

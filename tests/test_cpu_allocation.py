@@ -305,3 +305,25 @@ def test_a_gpu_takes_goofspiel_first_and_skips_what_the_cpu_published():
     assert not [b for b in planned if b.game == "kuhn"]
     assert min(b.first for b in planned if b.game == "leduc") == 12
     assert best.complete
+
+
+def test_a_measurement_beside_busy_work_is_seen_as_such():
+    """What other processes take from the CPU during a measurement is measured (from
+    /proc/stat): a busy loop beside it shows as most of a core, so the measurement is not kept
+    for later allocations."""
+    import resource
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import cpu_allocation
+
+    if cpu_allocation.busy_seconds() is None:
+        pytest.skip("the system does not say how busy its CPU is (no /proc/stat)")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, start = cpu_allocation.busy_seconds(), time.monotonic()
+    busy = subprocess.Popen([sys.executable, "-c",
+                             "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"])
+    time.sleep(1.5)
+    share = cpu_allocation.others_share(before, usage.ru_utime + usage.ru_stime,
+                                        time.monotonic() - start)
+    busy.wait()
+    assert share > cpu_allocation.QUIET_CORES, share
