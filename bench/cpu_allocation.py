@@ -22,8 +22,9 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
    start-up): the rows of this processor model, instruction set, jax and neural code in
    ``bench/cpu/<processor>.json``, else measured here (one program at a time, a few minutes)
    and added to that file, so that the next start on such a processor computes at once (kept
-   only where the machine's other processes left it alone meanwhile: a measurement at nice 19
-   beside busy work would price every later block too high);
+   only where nothing else kept the CPU busy meanwhile, other processes or the hypervisor
+   taking its time (steal): a measurement at nice 19 beside busy work would price every
+   later block too high);
 2. **plans** (:func:`neurd.allocation.cpu_plan`): the published blocks in progress first,
    then Kuhn, Leduc and Goofspiel in that order, in blocks that finish in the time left, the
    last continuing in the next allocation if the repository has room for its state; after
@@ -74,8 +75,9 @@ CYCLES_TIMES_N = {"kuhn": 12_000, "leduc": 2_400, "goofspiel": 1_200}
 CHECKPOINT_MINUTES = 2.0  # a block's state saved this often: what a kill may lose at most
 PACK_SECONDS = 60.0  # kept at the end for packing
 HEARTBEAT_SECONDS = 60.0
-# a measurement is kept for the next allocations only where the machine's other processes kept
-# at most this many cores busy meanwhile (a nice 19 measurement beside busy work is slow)
+# a measurement is kept for the next allocations only where the machine's other processes and
+# the hypervisor's steal kept at most this many cores busy meanwhile (a nice 19 measurement
+# beside busy work is slow)
 QUIET_CORES = 0.25
 # the pace of the last finished block against the table's (the predictions' factor): the
 # foreground work slows a job at nice 19, a table measured under load makes it look fast
@@ -378,8 +380,9 @@ def keep_rows(tables: Path, cpu: dict, rows: list[dict]) -> Path:
 
 
 def busy_seconds() -> float | None:
-    """CPU seconds every process of the machine has used since it started (``/proc/stat``;
-    None where the system does not say)."""
+    """CPU seconds every process of the machine has used since it started, and those the
+    hypervisor gave to other machines (steal) (``/proc/stat``; None where the system does not
+    say)."""
     try:
         fields = Path("/proc/stat").read_text().splitlines()[0].split()
     except (OSError, IndexError):
@@ -392,9 +395,10 @@ def busy_seconds() -> float | None:
 
 
 def others_share(busy_before: float | None, children_before: float, wall: float) -> float | None:
-    """The cores the machine's other processes kept busy on average since ``busy_before``
-    (:func:`busy_seconds`) and ``children_before`` (this process's waited-for children's CPU
-    seconds), over ``wall`` seconds: what took the CPU from a measurement."""
+    """The cores kept busy on average by others since ``busy_before`` (:func:`busy_seconds`)
+    and ``children_before`` (this process's waited-for children's CPU seconds), over ``wall``
+    seconds: the machine's other processes and the hypervisor's steal, what took the CPU
+    from a measurement."""
     import resource
 
     now = busy_seconds()
@@ -536,7 +540,7 @@ def _throughput(bg: Background, cfg: dict, env: dict) -> list[dict]:
                                                                           rows)))
         elif rows:
             report.step("measured", rows=len(rows), kept_in=None, why=(
-                f"other processes kept {busy:.2f} cores busy meanwhile (more than "
+                f"others (processes, steal) kept {busy:.2f} cores busy meanwhile (more than "
                 f"{QUIET_CORES}): priced with for this allocation only, measured again by "
                 "the next"))
     report.data["throughput"] = rows

@@ -219,3 +219,28 @@ def test_which_config_files_use_the_publication(tmp_path):
     assert uses_publication(config, [named], root)
     assert not uses_publication(config, [mine], root)
     assert not uses_publication({"published": {"folder": None}}, [], root)
+
+
+def test_a_command_ends_at_once_with_its_output_whole():
+    """The `neurd` command (neurd.cli:run) ends its process as soon as the step is done,
+    without Python's teardown of the C++ libraries (where a compiler thread still alive has
+    been seen to abort a finished command): its exit status and its output are the step's,
+    whole, for a step that ran JAX, a step refused and a command line refused."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["neurd"] == "neurd.cli:run"
+    for _ in range(3):
+        done = _neurd("check-config", "workflow/config/smoke.yaml", cwd=root)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stderr.rstrip().splitlines()[-1].endswith(
+            "neurd check-config done in " + done.stderr.rstrip().rsplit(" in ", 1)[1])
+    refused = _neurd("check-config", "no-such-file.yaml", cwd=root)
+    assert refused.returncode == 2 and "no-such-file.yaml" in refused.stderr
+    wrong = _neurd("no-such-step")
+    assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
+    listed = _neurd("--help")
+    assert listed.returncode == 0 and listed.stdout.rstrip().endswith(
+        _neurd("--help").stdout.rstrip().splitlines()[-1])

@@ -97,10 +97,18 @@ def test_a_kuhn_block_is_whole_and_short():
         assert (learned.critic, exact.critic) == ("learned", "exact")
         assert (learned.first, learned.last) == (exact.first, exact.last)
         assert learned.predicted_seconds + exact.predicted_seconds <= CPU_WHOLE_SECONDS
-    # a CPU so slow that one seed is longer than CPU_WHOLE_SECONDS still gets one-seed blocks
+    # a CPU so slow that one seed is longer than CPU_WHOLE_SECONDS gets blocks no longer than
+    # one seed: one seed, or more where more are cheaper per seed and no longer
     slow = _plan(60.0 * 150, rows=_rows(scale=6.0))
     assert {b.seeds for b in slow.blocks if b.game == "kuhn"} == {1}
     assert all(b.finishes for b in slow.blocks if b.game == "kuhn")
+    odd = [dict(r, ms_per_cycle=r["ms_per_cycle"] * (10.0 if r["configurations"] == 12 else
+                                                     3.0)) for r in _rows()]
+    throughput = Throughput(odd)
+    one, two = (cpu_seconds(PAPER, throughput, "kuhn", n) for n in (1, 2))
+    assert two < one and one > CPU_WHOLE_SECONDS  # two seeds cost less than one, in all
+    size = cpu_block_size(PAPER, throughput, "kuhn", 40, math.inf)
+    assert size >= 2 and cpu_seconds(PAPER, throughput, "kuhn", size) <= one
 
 
 def test_blocks_are_sized_for_the_cpu():

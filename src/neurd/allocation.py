@@ -488,14 +488,17 @@ def cpu_block_size(cfg: Mapping, throughput: Throughput, game: str, open_seeds: 
                    seconds: float, slowdown: float = 1.0) -> int | None:
     """Seeds per block of ``game`` on this CPU: of :data:`CPU_BLOCK_SIZES` up to
     ``open_seeds``, the measured size of the fewest predicted seconds per seed among those
-    that fit in ``seconds`` (and, for a game of several critics, in :data:`CPU_WHOLE_SECONDS`);
-    one seed where none fits; None where one seed is not measured."""
+    that fit in ``seconds`` (and, for a game of several critics, in :data:`CPU_WHOLE_SECONDS`,
+    or where one seed takes longer, in one seed's time); one seed where none fits; None where
+    one seed is not measured."""
     sizes = [s for s in CPU_BLOCK_SIZES if s <= max(open_seeds, 1)]
     priced = {s: cpu_seconds(cfg, throughput, game, s, slowdown) for s in sizes}
     priced = {s: t for s, t in priced.items() if t is not None}
     if 1 not in priced:
         return None
-    limit = min(seconds, CPU_WHOLE_SECONDS) if len(critics(cfg, game)) > 1 else seconds
+    limit = seconds
+    if len(critics(cfg, game)) > 1:
+        limit = min(seconds, max(CPU_WHOLE_SECONDS, priced[1]))
     fitting = [s for s, t in priced.items() if t <= limit]
     return min(fitting, key=lambda s: (priced[s] / s, -s)) if fitting else 1
 

@@ -12,6 +12,7 @@ import dataclasses
 import importlib
 import json
 import logging
+import os
 import pkgutil
 import shlex
 import signal
@@ -178,5 +179,32 @@ def main(argv=None) -> int:
     return 0
 
 
+def run() -> None:
+    """The ``neurd`` command: :func:`main`, then the process ends at once, its output flushed.
+
+    Python's own exit would go on to destroy the C++ libraries' static objects (XLA's, whose
+    compiler may still hold a worker thread after a program is compiled); under load that
+    order has been seen to end a finished command with "terminate called without an active
+    exception" (SIGABRT) after it had done its work and said so.  Ending with
+    :func:`os._exit` once everything Python writes is flushed runs none of that.  Every file a
+    step writes is closed (and renamed into place) before :func:`main` returns."""
+    try:
+        code = main()
+    except SystemExit as exit_:  # argparse's errors, SIGTERM (see main)
+        code = exit_.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
