@@ -435,3 +435,39 @@ def test_what_the_page_says_the_zoo_shows_is_what_its_table_holds():
     named = re.search(r"NeuRD ends below CFR \(regret matching\) in ([^.]+)\.", prose)
     assert named, "the page names the games where NeuRD ends below CFR"
     assert sorted(re.findall(r"`(\w+)`", named.group(1))) == below_cfr
+
+
+def test_the_page_step_replaces_only_a_generated_part_and_refuses_otherwise(tmp_path):
+    """`neurd zoo-page` writes the run's part between the page's marks and nothing else: a page
+    without them (a user's own page), with them twice or out of order, the generated file
+    given as the page, or a generated file that is not a generated part, is refused naming the
+    file, and the page is left byte for byte as it was."""
+    from types import SimpleNamespace
+
+    from neurd.tables import InputFileError
+
+    part = f"{zoo.MARK[0]}\n\nnew rows\n\n{zoo.MARK[1]}\n"
+    generated = tmp_path / "page.md"
+    generated.write_text(part)
+    good = tmp_path / "zoo.md"
+    good.write_text(f"# Zoo\n\n{zoo.MARK[0]}\nold\n{zoo.MARK[1]}\n\nend\n")
+    zoo._page_step(SimpleNamespace(generated=str(generated), page=str(good)), {})
+    assert good.read_text() == f"# Zoo\n\n{part}\nend\n"
+    mine = "\n".join(f"line {k} of a page of my own" for k in range(349)) + "\n"
+    cases = {"no marks": mine, "twice": f"{part}\n{part}",
+             "out of order": f"{zoo.MARK[1]}\nx\n{zoo.MARK[0]}\n"}
+    for what, text in cases.items():
+        page = tmp_path / f"{what}.md"
+        page.write_text(text)
+        with pytest.raises(InputFileError, match="no generated part"):
+            zoo._page_step(SimpleNamespace(generated=str(generated), page=str(page)), {})
+        assert page.read_text() == text, what
+    with pytest.raises(InputFileError, match="is the generated file itself"):
+        zoo._page_step(SimpleNamespace(generated=str(generated), page=str(generated)), {})
+    assert generated.read_text() == part
+    before = good.read_text()
+    (tmp_path / "other.md").write_text(mine)
+    with pytest.raises(InputFileError, match="not a generated part"):
+        zoo._page_step(SimpleNamespace(generated=str(tmp_path / "other.md"), page=str(good)),
+                       {})
+    assert good.read_text() == before

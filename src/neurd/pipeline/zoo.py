@@ -36,6 +36,7 @@ import functools
 import json
 import logging
 import math
+import os
 import re
 import subprocess
 import sys
@@ -52,7 +53,14 @@ from neurd.limits import within
 from neurd.pipeline import tabular, zoo_figures
 from neurd.pipeline.zoo_figures import LEARNERS
 from neurd.stage import Stage
-from neurd.tables import config_hash, read_metadata, read_table, write_table, write_text
+from neurd.tables import (
+    InputFileError,
+    config_hash,
+    read_metadata,
+    read_table,
+    write_table,
+    write_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -453,11 +461,21 @@ def audit_frame(found: list[Claim]) -> pd.DataFrame:
 
 
 def splice_page(page: str, generated: str) -> str:
-    """``page`` with the text between its two :data:`MARK` lines replaced by ``generated``."""
-    start, end = page.find(MARK[0]), page.find(MARK[1])
-    if start < 0 or end < start:
-        raise ValueError(f"the page has no generated part between {MARK[0]!r} and {MARK[1]!r}")
-    return page[:start] + generated + page[end + len(MARK[1]) + 1:]
+    """``page`` with its generated part (from its :data:`MARK` line to the end one, both
+    there once, in that order) replaced by ``generated`` (a generated part: the two marks
+    first and last); ValueError saying which is not so, and nothing is replaced."""
+    if page.count(MARK[0]) != 1 or page.count(MARK[1]) != 1 or (
+            page.find(MARK[1]) < page.find(MARK[0])):
+        raise ValueError(f"the page has no generated part: it must hold the line {MARK[0]!r} "
+                         f"once and, after it, the line {MARK[1]!r} once")
+    body = generated.strip("\n")
+    if not (body.startswith(MARK[0]) and body.endswith(MARK[1])) or body.count(MARK[0]) != 1:
+        raise ValueError("the generated file is not a generated part (it must begin with "
+                         f"{MARK[0]!r} and end with {MARK[1]!r}): give the run's "
+                         "results/zoo/page.md")
+    start = page.index(MARK[0])
+    end = page.index(MARK[1]) + len(MARK[1])
+    return page[:start] + body + page[end:]
 
 
 # --- command-line steps -----------------------------------------------------------------
@@ -490,11 +508,24 @@ def _summary_step(args, cfg) -> None:
 
 
 def _page_step(args, cfg) -> None:
-    with open(args.generated, encoding="utf-8") as handle:
-        generated = handle.read()
-    with open(args.page, encoding="utf-8") as handle:
-        page = handle.read()
-    write_text(args.page, splice_page(page, generated))
+    texts = {}
+    for key in ("generated", "page"):
+        try:
+            with open(getattr(args, key), encoding="utf-8") as handle:
+                texts[key] = handle.read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputFileError(f"--{key} {getattr(args, key)} cannot be read as text "
+                                 f"({error})") from None
+    if os.path.realpath(args.page) == os.path.realpath(args.generated):
+        raise InputFileError(f"--page {args.page} is the generated file itself: give the page "
+                             "to update (docs/zoo.md)")
+    try:
+        spliced = splice_page(texts["page"], texts["generated"])
+    except ValueError as error:
+        which = args.generated if "generated file" in str(error) else args.page
+        raise InputFileError(f"{which}: {error}; {args.page} is left as it is") from None
+    if spliced != texts["page"]:
+        write_text(args.page, spliced)  # whole or not at all
     log.info("wrote the generated part of %s from %s", args.page, args.generated)
 
 
