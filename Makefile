@@ -22,9 +22,12 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 # The config file is checked first (neurd check-config): a missing or malformed
-# file, or a bad key, is named before Snakemake starts.
+# file, or a bad key, is named before Snakemake starts; then the time the run should take
+# here is said (neurd expected-time: a probe of about fifteen seconds against the runs timed
+# whole in bench/figures_time.json).
 figures: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
+	$(BIN)/neurd expected-time $(CONFIG)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
 # The readings study (not part of `make figures`): Fig 6's claims under every reading the

@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 
-from neurd import __version__, publish, published_findings, readings_grid
+from neurd import __version__, expected_time, publish, published_findings, readings_grid
 from neurd.audit import gather, write_audit
 from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     readings_grid.register(sub)
     publish.register(sub)
     published_findings.register(sub)
+    expected_time.register(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")
     p.add_argument("module", choices=FIGURES, help="the figure's module in neurd.figures")

@@ -1,0 +1,119 @@
+"""``neurd expected-time``: how long ``make figures`` should take on this machine, said first.
+
+``make figures`` runs for minutes on one machine and for three times as long on another
+(the processor, and the instruction set XLA compiles for).  Before its first long job it
+prints the time it expects here, from a probe of about fifteen seconds (:func:`probe`: a Leduc
+learning cycle at 60 configurations, float32, and Leduc's tabular CFR, float64, each
+compiled and timed) set against the same probe on the machines where the run was timed
+whole (``bench/figures_time.json``, written by ``bench/time_figures.py``): each such
+reference's time, scaled by how much slower or faster the probe runs here, its neural and
+tabular parts each by the share of the run's CPU time they took there; the reference of the
+same instruction set first.  The console's progress lines (each job's ETA) then correct it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from neurd.machine import cpu_description
+
+log = logging.getLogger(__name__)
+
+REFERENCES = Path("bench/figures_time.json")
+PROBE_CONFIGURATIONS = 60  # 5 seeds x 6 entropy levels x 2 algorithms: a default-scale batch
+PROBE_CYCLES = 20
+PROBE_CFR_ITERATIONS = 50
+
+
+def probe() -> dict[str, float]:
+    """Seconds of the probe's two parts on this machine: ``neural`` (the learning program of
+    Leduc at :data:`PROBE_CONFIGURATIONS` compiled, then :data:`PROBE_CYCLES` cycles) and
+    ``tabular`` (Leduc's sequence form and :data:`PROBE_CFR_ITERATIONS` iterations of CFR
+    with NeuRD, compiled and run, in float64); the game compiled once before either."""
+    import jax
+
+    from neurd import engine
+    from neurd.neural import train
+
+    compiled = engine.compile_game("leduc_poker")
+    start = time.perf_counter()
+    spec = train.Spec()
+    game = train.neural_game(compiled)
+    per_seed = PROBE_CONFIGURATIONS // (6 * len(spec.algorithms))
+    states, keys, etas = train.batch_inputs(spec, game, 0, "leduc", tuple(range(per_seed)),
+                                            [0.0, 0.01, 0.03, 0.1, 0.3, 1.0])
+    jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0, PROBE_CYCLES,
+                                            np.float32(1.0)))
+    neural = time.perf_counter() - start
+    start = time.perf_counter()
+    jax.block_until_ready(engine.cfr(compiled, "neurd", 1.0,
+                                     iterations=PROBE_CFR_ITERATIONS).cumulative_policy)
+    return {"neural": round(neural, 3), "tabular": round(time.perf_counter() - start, 3)}
+
+
+def estimate(here: Mapping[str, float], reference: Mapping) -> float:
+    """Seconds ``make figures`` should take here from one reference run: its Snakemake wall
+    time, its neural share scaled by the neural probe's ratio, the rest by the tabular one's."""
+    share = float(reference["neural_share"])
+    ratio = {k: float(here[k]) / float(reference["probe"][k]) for k in ("neural", "tabular")}
+    return float(reference["snakemake_seconds"]) * (share * ratio["neural"]
+                                                     + (1.0 - share) * ratio["tabular"])
+
+
+def references(path: str | Path, config: str) -> list[dict]:
+    """The reference runs of config file ``config`` (its name) in ``path``."""
+    try:
+        runs = json.loads(Path(path).read_text()).get("runs", [])
+    except (OSError, ValueError):
+        return []
+    return [r for r in runs if Path(r.get("config", "")).name == Path(config).name]
+
+
+def expectation(here: Mapping[str, float], runs: Sequence[Mapping], isa: str) -> str:
+    """What ``make figures`` says first: the time it expects, from the references of this
+    instruction set (of every one where none is of it)."""
+    mine = [r for r in runs if r.get("isa") == isa] or list(runs)
+    if not mine:
+        return ("make figures: no run of this config has been timed whole "
+                "(bench/time_figures.py): no time is expected")
+    seconds = [estimate(here, r) for r in mine]
+    low, high = min(seconds), max(seconds)
+    said = _minutes(low) if math.isclose(low, high, rel_tol=0.1) else \
+        f"{_minutes(low)} to {_minutes(high)}"
+    basis = "; ".join(f"{r['processor']}, {r['isa']}: {_minutes(float(r['snakemake_seconds']))}"
+                      for r in mine)
+    return (f"make figures: about {said} on this machine (its probe: neural "
+            f"{here['neural']:.1f} s, tabular {here['tabular']:.1f} s; timed whole on {basis}); "
+            "each job's progress line then says its own ETA")
+
+
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60.0
+    return f"{minutes:.0f} min" if minutes >= 2 else f"{seconds:.0f} s"
+
+
+def _step(args) -> None:
+    runs = references(args.references, args.configfile)
+    cpu = cpu_description()
+    if not runs:
+        log.info("make figures: no run of %s has been timed whole (%s): no time is expected",
+                 args.configfile, args.references)
+        return
+    log.info("%s", expectation(probe(), runs, cpu["isa"]))
+
+
+def register(sub) -> None:
+    """Add ``neurd expected-time`` to the command line."""
+    p = sub.add_parser("expected-time", help="say how long make figures should take here, "
+                       "from a probe of about fifteen seconds")
+    p.add_argument("configfile", help="the config file of the run (its name is matched)")
+    p.add_argument("--references", default=str(REFERENCES),
+                   help="the runs timed whole (bench/figures_time.json)")
+    p.set_defaults(func=_step)
