@@ -44,6 +44,7 @@ from neurd.schema import check_section
 from neurd.tabular import cfr as _cfr
 from neurd.tabular import evaluation as _evaluation
 from neurd.tabular.cfr import CFRState, LocalLearner
+from neurd.tabular.contract import LearnerError, check_learner, check_run
 from neurd.tabular.policies import check_policy, from_openspiel, to_openspiel
 from neurd.tabular.policies import random_policies as _random_policies
 from neurd.tabular.sequence_form import SequenceForm
@@ -52,7 +53,8 @@ from neurd.tabular.sequence_form import sequence_form as _sequence_form
 Game = CompiledGame | SequenceForm
 
 __all__ = [
-    "GAMES", "CFRState", "CompiledGame", "GameError", "GameFileError", "LocalLearner",
+    "GAMES", "CFRState", "CompiledGame", "GameError", "GameFileError", "LearnerError",
+    "LocalLearner",
     "SequenceForm", "average_policy", "best_response", "best_response_values", "cfr",
     "cfr_regret", "cfr_sweep", "check_policy", "compile_game", "current_policy",
     "expected_values", "from_openspiel", "load_game", "nash_conv", "random_policies",
@@ -215,7 +217,10 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     chosen = _cfr.local_learner(learner)
     _check_iterations("cfr", iterations)
     _check_step_size("cfr", form, step_size)
-    return _cfr.run(form, chosen, step_size, iterations)
+    if chosen is not _cfr.LEARNERS.get(chosen.name):
+        check_learner("cfr", form, chosen)
+    return check_run("cfr", chosen, _cfr.run(form, chosen, step_size, iterations), iterations,
+                     lambda k: _cfr.run(form, chosen, step_size, k))
 
 
 @float64
@@ -231,7 +236,12 @@ def cfr_regret(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     chosen = _cfr.local_learner(learner)
     _check_iterations("cfr_regret", iterations)
     _check_step_size("cfr_regret", form, step_size)
-    return _cfr.run_with_regret(form, chosen, step_size, iterations)
+    if chosen is not _cfr.LEARNERS.get(chosen.name):
+        check_learner("cfr_regret", form, chosen)
+    state, regret = _cfr.run_with_regret(form, chosen, step_size, iterations)
+    check_run("cfr_regret", chosen, state, iterations,
+              lambda k: _cfr.run(form, chosen, step_size, k))
+    return state, regret
 
 
 @float64
@@ -256,14 +266,35 @@ def cfr_sweep(game: Game, learners: Sequence[str | LocalLearner], step_sizes,
 
 @_exact
 def average_policy(game: Game, state: CFRState) -> np.ndarray:
-    """``[I, A]``: CFR's sequence-probability average policy (the one that converges)."""
-    return _cfr.average_policy(sequence_form(game), state)
+    """``[I, A]``: CFR's sequence-probability average policy (the one that converges);
+    ``state`` must be a run of ``game`` (its players' information states and actions)."""
+    form = sequence_form(game)
+    _check_state("average_policy", form, state)
+    return _cfr.average_policy(form, state)
 
 
 @_exact
 def current_policy(state: CFRState) -> np.ndarray:
     """``[I, A]``: the policy of CFR's last iteration."""
+    if not isinstance(state, CFRState):
+        raise TypeError(f"engine.current_policy: argument state must be a CFRState (what "
+                        f"engine.cfr returns), got {type(state).__name__}")
     return _cfr.current_policy(state)
+
+
+def _check_state(function: str, form: SequenceForm, state) -> None:
+    """``state`` a CFR state of the game of ``form``: each player's arrays of its shape."""
+    if not isinstance(state, CFRState):
+        raise TypeError(f"engine.{function}: argument state must be a CFRState (what "
+                        f"engine.cfr returns), got {type(state).__name__}")
+    for player, tree in enumerate(form.players):
+        have = tuple(np.shape(state.cumulative_policy[player]))
+        want = tuple(tree.legal.shape)
+        if have != want:
+            raise ValueError(f"engine.{function}: argument state is not a run of this game: "
+                             f"its player {player} has {have[0]} information states x "
+                             f"{have[1] if len(have) > 1 else '?'} actions, the game's "
+                             f"{want[0]} x {want[1]}")
 
 
 def _check(function: str, argument: str, section: str, values) -> None:
