@@ -66,10 +66,15 @@ def _count_histories(game, cap: int) -> int:
 def game_size(game_string: str, max_histories: int) -> GameSize:
     """Load, count and compile ``game_string``; :class:`neurd.games.GameError` if it cannot be
     used or has more than ``max_histories`` histories (counted before it is compiled)."""
-    from neurd.games.compile import compile_game
+    from neurd.games.compile import ESTIMATE_MARGIN, compile_game, estimate_histories
     from neurd.games.openspiel import openspiel_game
 
     game = openspiel_game(game_string)
+    estimate = estimate_histories(game)
+    if estimate > ESTIMATE_MARGIN * max_histories:
+        raise GameError(f"game {game_string!r} has about {estimate:.3g} histories (estimated "
+                        f"from random playouts), far more than {max_histories:,} "
+                        "(limits.max_histories); raise that limit to run it")
     try:
         _count_histories(game, max_histories)
     except _TooLarge:

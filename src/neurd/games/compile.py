@@ -21,6 +21,63 @@ from neurd.games.openspiel import GameError, openspiel_game
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_HISTORIES = 2_000_000
+# Before the walk, the histories are estimated from random playouts (Knuth's estimator: the
+# sum over a playout's depths of the product of the branching factors above, unbiased); a game
+# estimated at more than ESTIMATE_MARGIN x max_histories is refused at once (the estimator is
+# noisy on unbalanced trees: a game near the cap is walked, and the walk's own count decides).
+ESTIMATE_PROBES = 64
+ESTIMATE_MARGIN = 100.0
+ESTIMATE_MAX_DEPTH = 10_000
+# During the walk, the process's memory is looked at every MEMORY_EVERY histories, and the walk
+# stops past MEMORY_SHARE of the memory the machine had available when it began.
+MEMORY_EVERY = 20_000
+MEMORY_SHARE = 0.8
+
+
+def estimate_histories(game: pyspiel.Game, probes: int = ESTIMATE_PROBES, seed: int = 0
+                       ) -> float:
+    """Knuth's estimate of the number of histories of ``game`` (turn-based): the mean over
+    ``probes`` uniformly random playouts of the sum, over each playout's depths, of the
+    product of the branching factors (actions or chance outcomes) above.  ``inf`` where a
+    playout passes :data:`ESTIMATE_MAX_DEPTH` edges."""
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(probes):
+        state, weight, found = game.new_initial_state(), 1.0, 1.0
+        for _ in range(ESTIMATE_MAX_DEPTH):
+            if state.is_terminal():
+                break
+            actions = ([a for a, _ in state.chance_outcomes()] if state.is_chance_node()
+                       else state.legal_actions())
+            weight *= len(actions)
+            found += weight
+            state.apply_action(actions[int(rng.integers(len(actions)))])
+        else:
+            return float("inf")
+        total += found
+    return total / probes
+
+
+def _available_bytes() -> float | None:
+    """The memory the machine has available now (``/proc/meminfo``'s MemAvailable)."""
+    try:
+        for line in open("/proc/meminfo", encoding="ascii"):
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024.0
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _resident_bytes() -> float | None:
+    """This process's resident memory (``/proc/self/statm``)."""
+    import os
+
+    try:
+        pages = int(open("/proc/self/statm", encoding="ascii").read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * float(os.sysconf("SC_PAGE_SIZE"))
 
 
 class _InfostateTable:
@@ -59,8 +116,13 @@ class _InfostateTable:
 
 
 def _walk(game: pyspiel.Game, game_string: str, max_histories: int):
-    """Depth-first preorder walk; returns per-history lists and the info-state table."""
+    """Depth-first preorder walk; returns per-history lists and the info-state table.  Stops
+    with a :class:`GameError` past ``max_histories`` histories or past :data:`MEMORY_SHARE` of
+    the memory available when it began."""
     width = max(game.num_distinct_actions(), game.max_chance_outcomes())
+    available, resident = _available_bytes(), _resident_bytes()
+    memory_cap = None if available is None or resident is None else (
+        resident + MEMORY_SHARE * available)
     table = _InfostateTable(game.get_type().provides_information_state_tensor)
     h_parent, h_action, h_player, h_info, h_prob, h_returns = [], [], [], [], [], []
     children: list[list[int]] = []
@@ -75,6 +137,14 @@ def _walk(game: pyspiel.Game, game_string: str, max_histories: int):
             raise GameError(f"game {game_string!r} has more than {max_histories} histories; "
                             "pass a larger max_histories (engine.compile_game(..., "
                             "max_histories=N)) to compile it anyway")
+        if memory_cap is not None and node % MEMORY_EVERY == 0 and node:
+            used = _resident_bytes()
+            if used is not None and used > memory_cap:
+                raise GameError(
+                    f"game {game_string!r}: after {node:,} histories its walk holds "
+                    f"{used / 2**30:.1f} GiB, past {MEMORY_SHARE:.0%} of the "
+                    f"{available / 2**30:.1f} GiB this machine had available; it is too large "
+                    "to compile here")
         h_parent.append(parent)
         h_action.append(action)
         h_prob.append(prob)
@@ -130,12 +200,21 @@ def compile_game(game: str | pyspiel.Game,
 
     Simultaneous-move games are made turn-based first.  A game that provides
     no information-state tensor compiles with empty tensors (``[I, 0]``).
-    ``max_histories`` caps the walk (a game with more histories is refused).
+    ``max_histories`` caps the walk (a game with more histories is refused): a game whose
+    estimated histories (:func:`estimate_histories`, a fraction of a second) pass it a
+    hundredfold is refused before the walk, and the walk stops past the count, or past
+    :data:`MEMORY_SHARE` of the memory the machine had available.
     Raises :class:`GameError` for a game the engine cannot solve exactly.
     """
     start = time.perf_counter()
     game_string = str(game)
     game = openspiel_game(game)
+    estimate = estimate_histories(game)
+    if estimate > ESTIMATE_MARGIN * max_histories:
+        raise GameError(f"game {game_string!r} has about {estimate:.3g} histories (estimated "
+                        f"from {ESTIMATE_PROBES} random playouts), far more than "
+                        f"max_histories = {max_histories:,}; it is refused before its walk "
+                        "(engine.compile_game(..., max_histories=N) raises the cap)")
     histories, table, terminals = _walk(game, game_string, max_histories)
     h_parent, h_action, h_player, h_info, h_prob, children, h_returns = histories
     returns = np.asarray(h_returns, dtype=np.float64)
