@@ -471,3 +471,34 @@ def test_the_page_step_replaces_only_a_generated_part_and_refuses_otherwise(tmp_
         zoo._page_step(SimpleNamespace(generated=str(tmp_path / "other.md"), page=str(good)),
                        {})
     assert good.read_text() == before
+
+
+@pytest.mark.parametrize("string, message", [
+    ("hex(board_size=4)", r"zoo.game_strings.hex.*about [\d.e+]+ histories"),
+    ("hex(board_size=3)", r"zoo.game_strings.hex.*more than 10,000 histories"),
+])
+def test_a_zoo_game_too_large_is_refused_by_the_config_check_naming_the_key(
+        config, string, message):
+    """Every zoo game is sized and compiled when the config is checked, as its job would (the
+    whole zoo in about a second): one too large for the limits is refused then, not by its
+    job after gigabytes."""
+    import time
+
+    cfg = copy.deepcopy(config["zoo"])
+    cfg["game_strings"]["hex"] = string
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=message):
+        zoo.inspect(cfg, dict(config["limits"], max_histories=10_000))
+    assert time.monotonic() - start < 20
+
+
+def test_a_zoo_game_without_perfect_recall_is_refused_by_the_config_check(config):
+    cfg = copy.deepcopy(config["zoo"])
+    cfg["game_strings"]["dark_hex"] = "dark_hex(num_rows=2,num_cols=2,abrupt=True)"
+    try:
+        compile_game("dark_hex(num_rows=2,num_cols=2,abrupt=True)")
+    except GameError:
+        with pytest.raises(ConfigError, match="zoo.game_strings.dark_hex"):
+            zoo.inspect(cfg, config["limits"])
+    else:
+        pytest.skip("this OpenSpiel's abrupt dark hex has perfect recall")

@@ -49,7 +49,7 @@ import pandas as pd
 from neurd import games, names
 from neurd.audit import TIE_BELOW, Check, Claim, fmt, write_audit
 from neurd.config import ConfigError, require
-from neurd.limits import within
+from neurd.limits import game_size, within
 from neurd.pipeline import tabular, zoo_figures
 from neurd.pipeline.zoo_figures import LEARNERS
 from neurd.stage import Stage
@@ -187,12 +187,14 @@ def check(cfg: Mapping) -> None:
 
 
 def inspect(cfg: Mapping, limits: Mapping) -> None:
-    """The registry against the config (:func:`selection`), every game string loaded by
-    OpenSpiel (the compiler's own checks run in the game's job), and the table's rows."""
+    """The registry against the config (:func:`selection`), every game string loaded,
+    estimated, counted against ``limits.max_histories`` and compiled with the compiler's own
+    checks (perfect recall among them: what the game's job would meet, in under a second for
+    the whole zoo), and the table's rows."""
     chosen = selection(cfg)["games"]
     for name, string in chosen.items():
         try:
-            games.openspiel_game(string)
+            game_size(string, int(limits["max_histories"]))
         except games.GameError as error:
             raise ConfigError(f"config key 'zoo.game_strings.{name}': {error}") from None
     runs = len(cfg["learners"]) * len(cfg["step_sizes"]) + len(names.REFERENCE_SOLVERS)
