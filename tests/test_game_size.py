@@ -33,7 +33,7 @@ def test_a_game_far_too_large_is_refused_in_seconds_naming_its_size(game):
 def test_the_walk_stops_before_the_machine_runs_out_of_memory(monkeypatch):
     """With the machine's available memory all but used (here: as if only a few MiB were
     left), the walk stops at its next look, naming the histories walked and the memory."""
-    monkeypatch.setattr(compiler, "_available_bytes", lambda: 4 * 2**20)
+    monkeypatch.setattr(compiler, "available_memory_bytes", lambda: 4 * 2**20)
     monkeypatch.setattr(compiler, "MEMORY_EVERY", 1000)
     real = compiler._resident_bytes
     monkeypatch.setattr(compiler, "_resident_bytes",

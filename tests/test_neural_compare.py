@@ -164,7 +164,7 @@ def test_every_keyword_is_checked_before_any_compilation_as_the_config_checks_it
     from neurd.config import ConfigError
     from neurd.stages import validate
 
-    keywords = set(compare.__kwdefaults__) | set(DEFAULTS)
+    keywords = (set(compare.__kwdefaults__) | set(DEFAULTS)) - {"max_hours"}  # no config key
     assert set(BAD_VALUES) == keywords, keywords ^ set(BAD_VALUES)
 
     def compiled(*_, **__):
@@ -242,3 +242,38 @@ def test_the_documented_config_file_gives_fig6_and_compares_numbers(documented, 
         piped = pd.read_parquet(results / f"neural/liars/{name}.parquet")
         pd.testing.assert_frame_equal(piped, getattr(documented["result"], name),
                                       check_dtype=False)
+
+
+def test_a_run_far_longer_than_allowed_is_refused_with_its_estimate():
+    """compare(iterations=10**8) is refused, not started for a day: by the stage's estimate
+    before compiling where that passes max_hours tenfold, else at the pace its first segments
+    measure; either way naming max_hours and the hours estimated."""
+    import time
+
+    from neurd.comparison import compare
+    from neurd.config import ConfigError
+
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=r"compare: argument max_hours: .*about [\d.,]+ "
+                                          r"hours.*pass a larger max_hours"):
+        compare("kuhn_poker", iterations=10**8, max_hours=0.5)
+    assert time.monotonic() - start < 120
+    # an estimate within tenfold: compiled, then refused at the pace measured
+    with pytest.raises(ConfigError, match=r"compare: argument max_hours: at the pace of its "
+                                          r"first segments .* about [\d.]+ hours, more than "
+                                          r"the 0.02 allowed"):
+        compare("kuhn_poker", iterations=10**6, max_hours=0.02)
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "2"):
+        with pytest.raises(ConfigError, match="must be a positive number of hours or None"):
+            compare("no_such_game_is_compiled", iterations=100, max_hours=bad)
+
+
+def test_a_run_too_large_for_the_machines_memory_is_refused_before_compiling(monkeypatch):
+    from neurd import comparison
+    from neurd.config import ConfigError
+
+    monkeypatch.setattr(comparison, "available_memory_bytes", lambda: 2.0**20)
+    with pytest.raises(ConfigError, match=r"would hold about [\d.]+ GiB .* more than 80% of the "
+                                          r"0.0 GiB this machine has available: lower "
+                                          r"seeds_per_batch"):
+        comparison.compare("kuhn_poker", iterations=100)

@@ -24,6 +24,8 @@ import pandas as pd
 from neurd import games, schema
 from neurd.config import ConfigError
 from neurd.games import CompiledGame, GameError
+from neurd.limits import size_of
+from neurd.machine import available_memory_bytes
 from neurd.names import LEARNERS
 from neurd.neural import results as neural_tables
 from neurd.pipeline import neural as stage
@@ -91,7 +93,7 @@ class Comparison:
 def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3,
             seeds: int = 2, entropies: Sequence[float] = (0.0, 0.1), seed: int = 0,
             critic: str = "learned", checkpoints: int = 20, geometric: int = 10,
-            name: str = "game", **settings) -> Comparison:
+            name: str = "game", max_hours: float | None = 2.0, **settings) -> Comparison:
     """NeuRD vs SPG with neural networks on ``game``: the payoff negated every phase (Fig 6).
 
     ``game``: an OpenSpiel game string (two players, zero-sum, perfect recall, with an
@@ -104,6 +106,12 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
     (Algorithm 1's Q-network) or ``"exact"`` (the exact regularised q of the current
     policy in its place); ``checkpoints`` linear and ``geometric`` NashConv points per
     phase (``neural.checkpoints``); ``name``: the game's short name in the tables.
+
+    ``max_hours``: the longest the run may take (None: no bound).  A run estimated longer is
+    refused: before compiling, where the stage's estimate for two CPU cores passes it tenfold,
+    and otherwise once its first segments give its pace here, with the estimate in hours; a
+    run whose memory (the stage's estimate of a job) passes 80% of what the machine has
+    available is refused before compiling, naming the estimate.
 
     ``settings``: any learning key of the config section ``neural`` (:data:`DEFAULTS`:
     ``hidden_sizes``, ``policy_learning_rate``, ``critic_batch``, ``neurd_logits``, ...);
@@ -122,6 +130,11 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
                          f"config section neural's {sorted(DEFAULTS)}")
     cfg = _section(name, iterations, phases, seeds, entropies, seed, critic, checkpoints,
                    geometric, settings)
+    if max_hours is not None and not (isinstance(max_hours, (int, float))
+                                      and not isinstance(max_hours, bool)
+                                      and 0 < max_hours < float("inf")):
+        raise ConfigError(f"compare: argument max_hours must be a positive number of hours or "
+                          f"None, got {max_hours!r}", "max_hours")
     if isinstance(game, CompiledGame):
         compiled = game
     elif isinstance(game, str):
@@ -133,13 +146,38 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
         raise GameError(f"game {compiled.game_string!r} provides no information-state tensor: "
                         "the networks have no input")
     cfg["game_strings"] = {name: compiled.game_string}
+    _check_size(cfg, name, compiled, max_hours)
     plan = stage.plan(cfg, name, critic, 0)
-    results = experiment.run(compiled, plan)
+    try:
+        results = experiment.run(compiled, plan, max_seconds=None if max_hours is None
+                                 else 3600.0 * max_hours)
+    except experiment.TooLong as error:
+        raise ConfigError(f"compare: argument max_hours: {error}; pass a larger max_hours (or "
+                          "None) to run it anyway, or fewer iterations", "max_hours") from None
     uniform = neural_tables.uniform_nash_conv(compiled, cfg["phases"])
     tables = neural_tables.game_tables(
         cfg, neural_tables.run_table(cfg, name, critic, results, plan.configurations),
         neural_tables.policy_table(cfg, name, compiled, results, plan.configurations), uniform)
     return Comparison(**tables, uniform_nash_conv=uniform, game=compiled, config=cfg)
+
+
+def _check_size(cfg: Mapping, name: str, compiled: CompiledGame, max_hours) -> None:
+    """Refuse, before compiling, a run the stage's estimates put far past ``max_hours`` on two
+    CPU cores, or past 80% of the memory the machine has available."""
+    size = size_of(compiled)
+    hours = stage.cpu_hours(cfg, {name: size})[name]
+    if max_hours is not None and hours > 10.0 * max_hours:
+        raise ConfigError(f"compare: argument max_hours: the run would take about {hours:.1f} "
+                          f"hours on two CPU cores (the stage's estimate from measured rates), "
+                          f"more than the {max_hours} allowed; pass a larger max_hours (or "
+                          "None) to run it anyway, or fewer iterations", "max_hours")
+    available = available_memory_bytes()
+    need = stage.job_memory_bytes(dict(cfg, seeds_per_job=cfg["seeds"]), size)
+    if available is not None and need > 0.8 * available:
+        raise ConfigError(f"compare: the run would hold about {need / 2**30:.1f} GiB (networks "
+                          f"{cfg['hidden_sizes']}, {cfg['seeds_per_batch']} seeds per batch), "
+                          f"more than 80% of the {available / 2**30:.1f} GiB this machine has "
+                          "available: lower seeds_per_batch or hidden_sizes", "seeds_per_batch")
 
 
 # compare()'s own arguments -> the config key each is (``{name}``: the game's short name)

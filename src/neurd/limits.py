@@ -80,7 +80,11 @@ def game_size(game_string: str, max_histories: int) -> GameSize:
     except _TooLarge:
         raise GameError(f"game {game_string!r} has more than {max_histories:,} histories "
                         f"(limits.max_histories); raise that limit to run it") from None
-    compiled = compile_game(game, max_histories=max_histories + 1)
+    return size_of(compile_game(game, max_histories=max_histories + 1))
+
+
+def size_of(compiled) -> GameSize:
+    """What the estimates need to know of a compiled game (a :class:`CompiledGame`)."""
     parent = compiled.history_parent
     depth = np.zeros(len(parent), np.int64)
     for h in range(1, len(parent)):  # preorder: a parent comes before its children

@@ -87,3 +87,15 @@ def cpu_description() -> dict:
     """Processor model, the instruction set XLA uses, threads and the XLA flags in force."""
     return {"processor": processor_model(), "isa": xla_isa(), "threads": threads(),
             "xla_flags": os.environ.get("XLA_FLAGS", "")}
+
+
+def available_memory_bytes() -> float | None:
+    """The memory the machine has available now (``/proc/meminfo``'s MemAvailable; None
+    where the system does not say)."""
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024.0
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

@@ -10,6 +10,7 @@ sequence and legal actions, otherwise the game is refused.
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import numpy as np
@@ -17,6 +18,7 @@ import pyspiel
 
 from neurd.games.compiled import CHANCE, NO_INDEX, TERMINAL, CompiledGame
 from neurd.games.openspiel import GameError, openspiel_game
+from neurd.machine import available_memory_bytes
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +60,8 @@ def estimate_histories(game: pyspiel.Game, probes: int = ESTIMATE_PROBES, seed: 
     return total / probes
 
 
-def _available_bytes() -> float | None:
-    """The memory the machine has available now (``/proc/meminfo``'s MemAvailable)."""
-    try:
-        for line in open("/proc/meminfo", encoding="ascii"):
-            if line.startswith("MemAvailable:"):
-                return float(line.split()[1]) * 1024.0
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _resident_bytes() -> float | None:
     """This process's resident memory (``/proc/self/statm``)."""
-    import os
-
     try:
         pages = int(open("/proc/self/statm", encoding="ascii").read().split()[1])
     except (OSError, ValueError, IndexError):
@@ -120,7 +109,7 @@ def _walk(game: pyspiel.Game, game_string: str, max_histories: int):
     with a :class:`GameError` past ``max_histories`` histories or past :data:`MEMORY_SHARE` of
     the memory available when it began."""
     width = max(game.num_distinct_actions(), game.max_chance_outcomes())
-    available, resident = _available_bytes(), _resident_bytes()
+    available, resident = available_memory_bytes(), _resident_bytes()
     memory_cap = None if available is None or resident is None else (
         resident + MEMORY_SHARE * available)
     table = _InfostateTable(game.get_type().provides_information_state_tensor)

@@ -62,6 +62,10 @@ class Stopped(Exception):
     """The job ran out of its wall-time budget and saved its state (resume by running again)."""
 
 
+class TooLong(Exception):
+    """The job's time, estimated from its first segments, is more than it was allowed."""
+
+
 @dataclass(frozen=True)
 class _Job:
     """What stays fixed over a job: its plan, the game's arrays and exact setup, the
@@ -199,9 +203,23 @@ def _outcome(job: _Job, results: dict, pieces: list) -> dict:
     return results
 
 
+def _check_pace(max_seconds: float | None, elapsed: float, seconds_per_iteration: float,
+                left: int) -> None:
+    """Raise :class:`TooLong` where ``elapsed`` and ``left`` iterations at the pace measured
+    pass ``max_seconds``."""
+    if max_seconds is None:
+        return
+    estimate = elapsed + left * seconds_per_iteration
+    if estimate > max_seconds:
+        raise TooLong(f"at the pace of its first segments ({1.0 / seconds_per_iteration:,.0f} "
+                      f"iterations a second) the run would take about {estimate / 3600:.1f} "
+                      f"hours, more than the {max_seconds / 3600:.2f} allowed")
+
+
 def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_seconds=300.0,
         identity: dict | None = None, stop_after_seconds: float | None = None,
-        revision: str = "unknown", variant: str = "default") -> dict:
+        revision: str = "unknown", variant: str = "default",
+        max_seconds: float | None = None) -> dict:
     """Run every configuration of ``plan``; return the result arrays.
 
     Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss``,
@@ -229,6 +247,8 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     ``stop_after_seconds``: a wall-time budget; once the next segment would
     overrun it, the state is saved to ``checkpoint_path`` and :class:`Stopped`
     is raised (run again to resume: the tables come out identical).
+    ``max_seconds``: the longest the job may take; once the first timed segment gives its
+    pace, a job whose estimated time is longer raises :class:`TooLong` with the estimate.
     """
     check_plan(plan)  # before anything compiles: the config's schema, the config's words
     started = time.monotonic()
@@ -266,6 +286,8 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
             states = _advance(job, states, done, target, sign)
             if row > first_row:  # the first segment of a process includes its compilation
                 seconds_per_iteration = (time.monotonic() - segment_start) / (target - done)
+                _check_pace(max_seconds, time.monotonic() - started, seconds_per_iteration,
+                            int(job.iterations[-1]) - target)
             done = target
         _measure_row(job, states, results, row, sign)
         progress.update(target, _progress_text(plan.spec.algorithms, phase, target,
