@@ -213,3 +213,56 @@ def test_a_pack_may_hold_a_block_in_progress():
     for member in (f"{base}/.neurd-checkpoint", f"{base}/curves.parquet",
                    "neural/leduc/in-progress/learned_s0-1/meta.json"):
         assert not allowed(member), member
+
+
+def _arrays(copy):
+    """The state's arrays, part by part: {part: {key: array}}."""
+    meta = json.loads((copy / "meta.json").read_text())
+    found = {}
+    for part in meta["parts"]:
+        with np.load(copy / part) as data:
+            found[part] = {k: data[k] for k in data.files}
+    return meta, found
+
+
+def _rewrite(copy, meta, found):
+    for part, arrays in found.items():
+        np.savez(copy / part, **arrays)
+    _reseal(copy, meta)
+
+
+def test_a_state_whose_weights_were_scaled_is_refused(setup, state, tmp_path):
+    """Every network weight scaled under a consistent index: the policy tables it holds are no
+    longer what its weights give."""
+    copy = _copy(state, tmp_path)
+    meta, found = _arrays(copy)
+    for part, arrays in found.items():  # every float32 leaf of the learners' states
+        for key in arrays:
+            if key.startswith("leaf_") and arrays[key].dtype == np.float32:
+                arrays[key] = arrays[key] * np.float32(1.5)
+    _rewrite(copy, meta, found)
+    message = _refused(setup, tmp_path, copy)
+    assert "not what its weights give" in message or "NashConv is not what" in message, message
+
+
+def test_a_state_whose_last_nashconv_was_changed_is_refused(setup, state, tmp_path):
+    """The NashConv of the last row measured, changed under a consistent index: it is no
+    longer what the state's policy tables give."""
+    copy = _copy(state, tmp_path)
+    meta, found = _arrays(copy)
+    row = meta["next_row"] - 1
+    entry = meta["arrays"]["result_nash_conv"]
+    (part, key), = entry["chunks"]  # a small state: one chunk
+    table = found[meta["parts"][part]][key].reshape(entry["shape"])
+    table[row] += 0.01
+    found[meta["parts"][part]][key] = table.reshape(-1)
+    _rewrite(copy, meta, found)
+    assert "NashConv is not what its policy tables give" in _refused(setup, tmp_path, copy)
+
+
+def test_a_piece_whose_seconds_do_not_give_its_rate_is_refused(setup, state, tmp_path):
+    copy = _copy(state, tmp_path)
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["pieces"][-1]["seconds"] = meta["pieces"][-1]["seconds"] * 1000 + 1
+    _reseal(copy, meta)
+    assert "its iterations and seconds give" in _refused(setup, tmp_path, copy)

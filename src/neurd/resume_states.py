@@ -93,7 +93,7 @@ def check(cfg: Mapping, game: str, name: str, folder: str | os.PathLike, compile
     """Check the state of ``game``'s block ``name`` in ``folder`` (see the module); return
     ``{"next_row", "iteration", "iterations", "rows", "pieces"}``, else raise ValueError
     naming the file and what is wrong."""
-    from neurd.neural.experiment import check_state  # puts off JAX
+    from neurd.neural.experiment import check_consistent_state  # puts off JAX
 
     critic, first, last = parse_block(name)
     check_block(cfg, game, critic, first, last)
@@ -103,8 +103,9 @@ def check(cfg: Mapping, game: str, name: str, folder: str | os.PathLike, compile
     if stray:
         raise ValueError(f"{Path(folder) / stray[0]} is not a part of the state its meta.json "
                          "describes")
-    info = check_state(compiled, block_plan(cfg, game, critic, first, last),
-                       identity(cfg, game, name, games.content_hash(compiled)), folder)
+    info = check_consistent_state(compiled, block_plan(cfg, game, critic, first, last),
+                                  identity(cfg, game, name, games.content_hash(compiled)),
+                                  folder)
     if info["next_row"] == 0:
         raise ValueError(f"{Path(folder) / 'meta.json'}: the state holds no learning cycle "
                          "yet: nothing to resume")

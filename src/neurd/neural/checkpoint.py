@@ -452,6 +452,13 @@ def check_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> d
     would resume it, but a state that does not fit is refused, not dropped): raise
     :class:`StateError` naming the file and what is wrong; else ``{"next_row",
     "iteration", "rows", "pieces"}``."""
+    return restore_strictly(compiled, plan, identity, folder)[0]
+
+
+def restore_strictly(compiled: CompiledGame, plan: Plan, identity: dict, folder
+                     ) -> tuple[dict, list, dict]:
+    """:func:`check_state`'s checks; ``(info, states, results)``: what it returns, and the
+    learner states (one per batch) and the results the state holds."""
     folder = os.fspath(folder)
     states, iterations, phases = job_template(compiled, plan)
     legal = int(np.asarray(compiled.infostate_legal).sum())
@@ -478,6 +485,6 @@ def check_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> d
         raise StateError(f"{folder}/meta.json is not a state of this format "
                          f"({CHECKPOINT_FORMAT} version {CHECKPOINT_VERSION})")
     next_row, pieces = restored[1], restored[3]
-    return {"next_row": next_row, "rows": len(iterations), "pieces": pieces,
-            "iteration": int(iterations[next_row - 1]) if next_row else 0,
-            "iterations": int(iterations[-1])}
+    return ({"next_row": next_row, "rows": len(iterations), "pieces": pieces,
+             "iteration": int(iterations[next_row - 1]) if next_row else 0,
+             "iterations": int(iterations[-1])}, restored[0], restored[2])

@@ -37,6 +37,7 @@ from neurd.neural.checkpoint import (
     StateError,
     check_resumable,
     check_state,
+    restore_strictly,
 )
 from neurd.neural.device import device_description
 from neurd.neural.measurement import (
@@ -54,8 +55,15 @@ from neurd.progress import Progress
 
 # what callers of a job use, from the modules that define it
 __all__ = ["CHECKPOINT_FORMAT", "MARKER", "PIECE_KEYS", "CheckpointPathError", "Plan",
-           "StateError", "Stopped", "check_state", "checkpoint_grid", "exact_policies",
-           "job_template", "network_nash_conv", "run"]
+           "StateError", "Stopped", "check_consistent_state", "check_state", "checkpoint_grid",
+           "exact_policies", "job_template", "network_nash_conv", "run"]
+
+# A saved state's policy tables against what its weights give: float32 rounding of another
+# device or cycle variant only; its last row's NashConv against what its tables give: float64
+# exact arithmetic; a piece's rate against its own seconds and iterations
+TABLE_TOLERANCE = 1e-5
+NASH_CONV_TOLERANCE = 1e-9
+MAX_CONFIGURATION_ITERATIONS_PER_SECOND = 1e9
 
 
 class Stopped(Exception):
@@ -299,3 +307,60 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
             last_save = time.monotonic()
     saver.remove()
     return _outcome(job, results, pieces + [_piece_so_far(piece, done, started, job.configs)])
+
+
+def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> dict:
+    """:func:`check_state`, and the state checked against itself: every configuration's
+    policy table is what its policy weights give (within :data:`TABLE_TOLERANCE`); the
+    NashConv of its last measured row is what those tables give (within
+    :data:`NASH_CONV_TOLERANCE`), and the segment's policy updates are that row's spacing; each
+    piece's seconds and iterations agree with its recorded rate, a rate no machine reaches
+    refused.  Raise :class:`StateError` naming the folder and the first that is not so.
+
+    What a forged state can still do: weights, tables and a last row made consistent with one
+    another (a state another run could have reached, or a row copied from the one before where
+    the rows are evenly spaced) pass; only running the block again from its start (a replay,
+    on a GPU at the paper's length) tells them from the run's own."""
+    info, states, results = restore_strictly(compiled, plan, identity, folder)
+    if info["next_row"] == 0:
+        return info  # nothing measured yet: nothing to hold against
+    job, _, scratch = _setup(compiled, plan)
+    spec, row = plan.spec, info["next_row"] - 1
+    for batch, per_algorithm in enumerate(states):
+        for algorithm, state in per_algorithm.items():
+            given = jax.vmap(partial(train.policy_table, spec, job.game))(state.policy)
+            gap = float(jnp.max(jnp.abs(given - state.table)))
+            if not gap <= TABLE_TOLERANCE:
+                raise StateError(f"{folder}: batch {batch}'s {algorithm} policy tables are not "
+                                 f"what its weights give (they differ by {gap:.3g})")
+    spacing = int(job.iterations[row]) - (int(job.iterations[row - 1]) if row else 0)
+    updates = _field(states, "updates", spec.algorithms)
+    if row and not np.all(updates == spacing // spec.critic_updates):
+        raise StateError(f"{folder}: its learners made {int(updates.max())} policy updates in "
+                         f"the last segment, row {row}'s spacing gives "
+                         f"{spacing // spec.critic_updates}")
+    _measure_row(job, states, scratch, row, 1.0 if int(job.phases[row]) % 2 == 1 else -1.0)
+    gap = float(np.max(np.abs(scratch["nash_conv"][row] - results["nash_conv"][row])))
+    if not gap <= NASH_CONV_TOLERANCE:
+        raise StateError(f"{folder}: row {row}'s NashConv is not what its policy tables give "
+                         f"(they differ by {gap:.3g})")
+    _check_pieces(folder, info["pieces"], job.configs)
+    return info
+
+
+def _check_pieces(folder, pieces: list, configs: int) -> None:
+    for k, piece in enumerate(pieces):
+        iterations, seconds = int(piece["iterations"]), float(piece["seconds"])
+        rate = piece.get("configuration_iterations_per_second")
+        if iterations and not seconds > 0:
+            raise StateError(f"{folder}: piece {k} did {iterations} iterations in {seconds} s")
+        if not iterations:
+            continue
+        real = configs * iterations / seconds
+        if rate is None or abs(float(rate) - real) > 0.01 * real + 0.1:
+            raise StateError(f"{folder}: piece {k} records {rate} configuration-iterations a "
+                             f"second, its iterations and seconds give {real:.1f}")
+        if real > MAX_CONFIGURATION_ITERATIONS_PER_SECOND:
+            raise StateError(f"{folder}: piece {k} would have run {real:.3g} "
+                             "configuration-iterations a second: no machine does")
+
