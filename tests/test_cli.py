@@ -244,3 +244,26 @@ def test_a_command_ends_at_once_with_its_output_whole():
     listed = _neurd("--help")
     assert listed.returncode == 0 and listed.stdout.rstrip().endswith(
         _neurd("--help").stdout.rstrip().splitlines()[-1])
+
+
+def test_an_output_a_step_could_not_write_is_refused_before_it_computes(tmp_path):
+    """A step whose output path is a folder, or lies in a 'folder' that is a file, is refused
+    at once naming the argument and the path, before any compute (here a zoo game's job, which
+    would compute first and fail as a traceback at its end)."""
+    import time
+
+    snapshot = tmp_path / "zoo.json"
+    snapshot.write_text(json.dumps(_snapshot("zoo")))
+    (tmp_path / "a_folder").mkdir()
+    (tmp_path / "a_file").write_text("mine\n")
+    for curves, checks, words in [
+            (tmp_path / "a_folder", tmp_path / "c.parquet", "--curves"),
+            (tmp_path / "n.parquet", tmp_path / "a_file" / "c.parquet", "--checks")]:
+        start = time.monotonic()
+        run = _neurd("zoo-game", "--config", str(snapshot), "--game", "kuhn_poker", "--curves",
+                     str(curves), "--checks", str(checks))
+        assert run.returncode == 2, run.stderr[-2000:]
+        assert words in run.stderr and ("is a folder" in run.stderr or "is a file" in
+                                        run.stderr), run.stderr[-1000:]
+        assert "Traceback" not in run.stderr and time.monotonic() - start < 60
+    assert (tmp_path / "a_file").read_text() == "mine\n"

@@ -236,7 +236,7 @@ def test_a_state_whose_weights_were_scaled_is_refused(setup, state, tmp_path):
     longer what its weights give."""
     copy = _copy(state, tmp_path)
     meta, found = _arrays(copy)
-    for part, arrays in found.items():  # every float32 leaf of the learners' states
+    for arrays in found.values():  # every float32 leaf of the learners' states
         for key in arrays:
             if key.startswith("leaf_") and arrays[key].dtype == np.float32:
                 arrays[key] = arrays[key] * np.float32(1.5)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from neurd.config import ConfigError, load_snapshot
 from neurd.precision import float64
+from neurd.tables import InputFileError
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Stage:
                             help=f"{self.section} config snapshot (JSON)")
 
         def run(args):
+            check_outputs(parser, args)
             cfg = self.load(args.config)
             if self.float64:
                 with float64():
@@ -109,3 +112,27 @@ class Stage:
 
         parser.set_defaults(func=run)
         return parser
+
+
+def check_outputs(parser, args) -> None:
+    """Refuse, before anything computes, an output path a step could not write at its end:
+    every argument whose help begins with "output" names a file whose folder is a folder (or
+    can be made) and that is not itself a folder; :class:`~neurd.tables.InputFileError`
+    naming the argument and the path."""
+    for action in parser._actions:  # argparse lists its arguments only there
+        if not str(action.help or "").startswith("output"):
+            continue
+        value = getattr(args, action.dest, None)
+        for path in [value] if isinstance(value, str) else list(value or []):
+            flag = action.option_strings[0] if action.option_strings else action.dest
+            target = Path(path)
+            if target.is_dir():
+                raise InputFileError(f"{flag} {path} is a folder, not a file the step can "
+                                     "write: give a file's path")
+            folder = next((p for p in target.parents if p.exists()), None)
+            if folder is not None and not folder.is_dir():
+                raise InputFileError(f"{flag} {path}: {folder} is a file, not a folder the "
+                                     "step can write into")
+            if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
+                raise InputFileError(f"{flag} {path}: the folder {folder} cannot be written")
+
