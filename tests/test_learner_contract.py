@@ -85,3 +85,16 @@ def test_a_state_of_another_game_is_refused_by_name(kuhn):
         engine.average_policy(kuhn, {"params": 1})
     with pytest.raises(TypeError, match="must be a CFRState"):
         engine.current_policy([1, 2])
+
+
+def test_a_cfr_run_far_longer_than_allowed_is_refused_with_its_estimate(kuhn, monkeypatch):
+    """engine.cfr times a short run before a long one and refuses one estimated past
+    max_hours, naming the estimate and the keyword."""
+    leduc = engine.compile_game("leduc_poker")
+    with pytest.raises(ValueError, match=r"engine.cfr: the run would take about [\d.]+ hours "
+                                         r"\(10,000,000 iterations at the pace of 20 timed "
+                                         r"here\), more than max_hours = 0.001"):
+        engine.cfr(leduc, "neurd", 1.0, 10_000_000, max_hours=0.001)
+    with pytest.raises(ValueError, match="max_hours must be a positive number"):
+        engine.cfr(kuhn, "neurd", 1.0, 10, max_hours=float("nan"))
+    assert int(engine.cfr(kuhn, "neurd", 1.0, 2000, max_hours=1.0).iteration.item()) == 2000

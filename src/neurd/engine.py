@@ -27,6 +27,7 @@ information-state count).  See ``docs/engine.md`` for a worked example.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Sequence
 
 import jax
@@ -199,9 +200,35 @@ def _best_response_jit(form, policy, player):
     return _evaluation.best_response(form, policy, player)
 
 
+# engine.cfr's runs longer than this many iterations are timed on a short run first
+PACE_ITERATIONS = 20
+
+
+def _check_pace(function: str, form: SequenceForm, learner: LocalLearner, step_size,
+                iterations: int, max_hours) -> None:
+    """Refuse a run whose time, from :data:`PACE_ITERATIONS` iterations timed here (the
+    program is compiled once for both), passes ``max_hours``; naming the estimate."""
+    if max_hours is not None and not (isinstance(max_hours, (int, float))
+                                      and not isinstance(max_hours, bool)
+                                      and 0 < max_hours < float("inf")):
+        raise ValueError(f"engine.{function}: argument max_hours must be a positive number of "
+                         f"hours or None, got {max_hours!r}")
+    if max_hours is None or iterations <= 50 * PACE_ITERATIONS:
+        return
+    jax.block_until_ready(_cfr.run(form, learner, step_size, 2).iteration)  # compiles
+    start = time.perf_counter()
+    jax.block_until_ready(_cfr.run(form, learner, step_size, PACE_ITERATIONS).iteration)
+    hours = (time.perf_counter() - start) / PACE_ITERATIONS * iterations / 3600.0
+    if hours > max_hours:
+        raise ValueError(f"engine.{function}: the run would take about {hours:.1f} hours "
+                         f"({iterations:,} iterations at the pace of {PACE_ITERATIONS} timed "
+                         f"here), more than max_hours = {max_hours}; pass a larger max_hours "
+                         "(or None) to run it anyway")
+
+
 @float64
 def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
-        iterations: int = 1000) -> CFRState:
+        iterations: int = 1000, max_hours: float | None = 2.0) -> CFRState:
     """Run CFR with a local learner for ``iterations`` alternating iterations.
 
     ``learner``: ``"neurd"`` (logits ``+= eta * counterfactual regret``; =
@@ -211,6 +238,9 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     ``iterations`` and ``step_size`` are checked as config keys ``tabular.iterations`` and
     ``tabular.step_sizes`` are (:mod:`neurd.schema`; at least 2 iterations, step sizes at
     most 1000), before anything runs.
+    ``max_hours``: the longest the run may take (None: no bound); a run of more than a
+    thousand iterations is timed on :data:`PACE_ITERATIONS` first and refused, with the
+    estimate, where it would take longer.
     Read the result with :func:`average_policy` / :func:`current_policy`.
     """
     form = sequence_form(game)
@@ -219,6 +249,7 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     _check_step_size("cfr", form, step_size)
     if chosen is not _cfr.LEARNERS.get(chosen.name):
         check_learner("cfr", form, chosen)
+    _check_pace("cfr", form, chosen, step_size, iterations, max_hours)
     return check_run("cfr", chosen, _cfr.run(form, chosen, step_size, iterations), iterations,
                      lambda k: _cfr.run(form, chosen, step_size, k))
 
