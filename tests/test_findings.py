@@ -117,8 +117,11 @@ def test_the_quoted_numbers_are_the_runs():
         assert found, (game, words, pattern, rows.measured.iloc[0])
         for run_text, (low, high) in zip(found.groups()[:count], quoted_numbers(quote)):
             if not agrees(run_text, low, high):
+                value = float(run_text)
+                off = value - float(high) if value > float(high) else value - float(low)
                 wrong.append(f"{game} {words}: the run gives {run_text}, the page "
-                             f"{low if low == high else f'{low}-{high}'} in {quote!r}")
+                             f"{low if low == high else f'{low}-{high}'} in {quote!r} "
+                             f"(out by {off:+.3g})")
     assert not wrong, ("docs/findings.md quotes numbers this run does not give (another "
                        "CPU model? widen the range and name the model):\n" + "\n".join(wrong))
 
