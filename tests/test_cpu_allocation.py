@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_allocation import PAPER  # the paper config's neural keys the plans read
 
 from neurd import allocation
 from neurd.allocation import (
@@ -29,11 +30,6 @@ from neurd.allocation import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER = {"games": ["kuhn", "leduc", "goofspiel"], "algorithms": ["neurd", "spg"],
-         "entropies": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0], "seeds": 40, "phases": 3,
-         "phase_iterations": {"kuhn": 330000, "leduc": 330000, "goofspiel": 330000},
-         "critic_updates_per_policy_update": 4, "checkpoints": {"geometric": 20, "linear": 50},
-         "exact_critic_games": ["kuhn"], "critic": "learned"}
 # ms per cycle at N = 12, 24, 60, 120, near what a two-core CPU gives (bench/NEURAL.md), set so
 # that Leduc and Goofspiel are cheapest per seed at N = 60, Kuhn at N = 120
 MS = {"kuhn": (0.6, 1.1, 2.5, 4.8), "leduc": (3.2, 6.2, 14.5, 31.0),

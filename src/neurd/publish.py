@@ -65,9 +65,10 @@ from neurd.tables import (
     InputFileError,
     atomic_path,
     config_hash,
+    span_between,
+    write_between,
     write_json,
     write_table,
-    write_text,
 )
 
 log = logging.getLogger(__name__)
@@ -323,25 +324,15 @@ def seeds_sentence(folder: str | os.PathLike) -> str:
 
 def readme_block(text: str, folder: str) -> tuple[int, int] | None:
     """The span of the generated sentence between ``folder``'s marks in ``text``."""
-    start, end = (mark.format(folder=folder) for mark in README_MARKS)
-    if start not in text or end not in text:
-        return None
-    first = text.index(start) + len(start)
-    return first, text.index(end, first)
+    return span_between(text, tuple(mark.format(folder=folder) for mark in README_MARKS))
 
 
 def _readme(args) -> None:
     folder = Path(args.folder).as_posix().rstrip("/")
-    path = Path(args.readme)
-    text = path.read_text(encoding="utf-8")
-    span = readme_block(text, folder)
-    if span is None:
-        raise PublicationError(f"{path}: no marks {README_MARKS[0].format(folder=folder)!r} "
-                               f"... {README_MARKS[1].format(folder=folder)!r} to write into")
     sentence = "\n" + textwrap.fill(seeds_sentence(folder), width=92) + "\n"
-    if text[span[0]:span[1]] != sentence:
-        write_text(path, text[:span[0]] + sentence + text[span[1]:])
-    log.info("%s: %s", path, sentence.strip())
+    write_between(args.readme, tuple(mark.format(folder=folder) for mark in README_MARKS),
+                  sentence)
+    log.info("%s: %s", args.readme, sentence.strip())
 
 
 def register(sub) -> None:

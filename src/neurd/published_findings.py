@@ -20,9 +20,9 @@ from pathlib import Path
 
 from neurd.figures import fig6
 from neurd.names import game_title
-from neurd.publication import PublicationError, check_content, fig6_tables
 from neurd.publication import check as check_publication
-from neurd.tables import write_text
+from neurd.publication import check_content, fig6_tables
+from neurd.tables import span_between, write_between
 
 log = logging.getLogger(__name__)
 
@@ -75,26 +75,14 @@ def _lengths(cfg) -> str:
 
 def page_part(text: str, folder: str) -> tuple[int, int] | None:
     """The span of the generated section between ``folder``'s marks in ``text``."""
-    start, end = (mark.format(folder=folder) for mark in MARKS)
-    if start not in text or end not in text[text.index(start):]:
-        return None
-    first = text.index(start) + len(start)
-    return first, text.index(end, first)
+    return span_between(text, tuple(mark.format(folder=folder) for mark in MARKS))
 
 
 def _step(args) -> None:
     folder = Path(args.folder).as_posix().rstrip("/")
-    path = Path(args.page)
-    text = path.read_text(encoding="utf-8")
-    span = page_part(text, folder)
-    if span is None:
-        raise PublicationError(f"{path}: no marks {MARKS[0].format(folder=folder)!r} ... "
-                               f"{MARKS[1].format(folder=folder)!r} to write between; the page "
-                               "is left as it is")
-    part = "\n" + findings(folder) + "\n"
-    if text[span[0]:span[1]] != part:
-        write_text(path, text[:span[0]] + part + text[span[1]:])
-    log.info("%s: the paper-length Fig 6 of %s written", path, folder)
+    write_between(args.page, tuple(mark.format(folder=folder) for mark in MARKS),
+                  "\n" + findings(folder) + "\n")
+    log.info("%s: the paper-length Fig 6 of %s written", args.page, folder)
 
 
 def register(sub) -> None:

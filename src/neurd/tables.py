@@ -107,6 +107,32 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
+def span_between(text: str, marks: tuple[str, str]) -> tuple[int, int] | None:
+    """The span of ``text`` between its two ``marks`` (each there once, the end after the
+    start), or None."""
+    start, end = marks
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(end) < text.index(start):
+        return None
+    first = text.index(start) + len(start)
+    return first, text.index(end)
+
+
+def write_between(path: str | os.PathLike, marks: tuple[str, str], part: str) -> bool:
+    """Replace what lies between ``marks`` in the text file ``path`` by ``part``, the rest of
+    the file untouched, the file written whole or not at all (and not at all where nothing
+    changes); :class:`InputFileError` naming the file and the marks where they are not there
+    once each, in order, and the file is left as it was.  Whether it was written."""
+    text = Path(path).read_text(encoding="utf-8")
+    span = span_between(text, marks)
+    if span is None:
+        raise InputFileError(f"{path}: no marks {marks[0]!r} ... {marks[1]!r} (each once, in "
+                             "that order) to write between; the file is left as it is")
+    if text[span[0]:span[1]] == part:
+        return False
+    write_text(path, text[:span[0]] + part + text[span[1]:])
+    return True
+
+
 def write_json(path: str | os.PathLike, value) -> None:
     write_text(path, json.dumps(value, indent=2, sort_keys=True, default=_to_builtin) + "\n")
 
