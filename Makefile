@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine with Python 3.11 and pip:
 #   make figures   # every figure at the default scale (results/figures/)
-#   make test      # the test suite
+#   make test      # the test suite (make test-long: its end-to-end runs of minutes)
 # Both create .venv from requirements.lock when it is missing or stale.
 
 PYTHON ?= python3
@@ -10,7 +10,7 @@ CONFIG ?= workflow/config/default.yaml
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures smoke paper test lint report lock clean-results gpu-check readings publish \
+.PHONY: figures smoke paper test test-long test-all lint report lock clean-results gpu-check readings publish \
 	paper-inputs gpu-allocation-inputs gpu-allocation publish-blocks zoo \
 	cpu-allocation cpu-allocation-status cpu-allocation-stop
 
@@ -52,7 +52,17 @@ smoke: figures
 paper: CONFIG = workflow/config/paper.yaml
 paper: figures
 
+# The tests in two parts: `make test` leaves out the end-to-end runs of minutes (the smoke
+# pipeline, the allocations, the SLURM run, the oldest versions: marked long), `make
+# test-long` runs those alone; `make test-all` runs both at once. .ci/run runs test, then
+# test-long. Each prints its 15 slowest tests.
 test: $(STAMP)
+	$(BIN)/python -m pytest -m "not long"
+
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -m long
+
+test-all: $(STAMP)
 	$(BIN)/python -m pytest
 
 # Publish a finished run's Fig 6 tables into its config's published.folder (published/paper

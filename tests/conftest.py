@@ -7,6 +7,9 @@ that module-scoped fixtures are built in float64 too.
 
 ``tiny_kuhn_config`` is the tiny neural config of Kuhn poker that the tests of
 published runs and of blocks in progress compute their blocks with.
+
+A test of minutes is marked ``long`` (every ``workflow`` and ``oldest`` test is): ``make
+test`` runs the others, ``make test-long`` these, ``make test-all`` both in one run.
 """
 
 from pathlib import Path
@@ -24,6 +27,14 @@ TINY_KUHN = {"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3, "seeds_per_
              "hidden_sizes": [8], "critic_batch": 4, "policy_batch": 16,
              "checkpoints": {"geometric": 1, "linear": 2}, "final_checkpoints": 2,
              "bootstrap": {"resamples": 100}}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test of minutes (marked ``workflow`` or ``oldest``) is also ``long``: `make test`
+    leaves it out, `make test-long` runs it (``.ci/run`` runs both)."""
+    for item in items:
+        if item.get_closest_marker("workflow") or item.get_closest_marker("oldest"):
+            item.add_marker(pytest.mark.long)
 
 
 @pytest.fixture(scope="module")
