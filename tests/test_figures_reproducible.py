@@ -450,3 +450,22 @@ def test_too_few_seeds_are_drawn_not_called_a_confidence_interval(drawn, figure_
         assert bool([c for c in ax.collections if isinstance(c, PolyCollection)]) == band
         assert ("95% bootstrap CI" in ax.get_title()) == band
         assert ("no CI: 3 starts are too few (< 5)" in ax.get_title()) == (not band)
+
+
+def test_the_neural_tables_name_the_variant_and_the_device_their_jobs_ran(figure_tables):
+    """Every derived neural table (per game and combined) carries, in its metadata, the cycle
+    variants the jobs' pieces ran (resolved: never "default" or "auto") and their devices
+    (on a CPU the processor with its instruction set)."""
+    from neurd.machine import cpu_description
+    from neurd.tables import read_metadata
+
+    cpu = cpu_description()
+    paths = sorted(Path(figure_tables.res, "neural").glob("*.parquet")) + sorted(
+        Path(figure_tables.res, "neural").glob("*/nashconv*.parquet"))
+    assert paths
+    for path in paths:
+        meta = read_metadata(path)
+        assert meta["cycle_variants"] and not any(
+            v == "default" or v.startswith("auto.") for v in meta["cycle_variants"]), path
+        assert meta["devices"] == [f"{cpu['processor']}, {cpu['isa']}"], path
+        assert meta["machine"]["processor"] == cpu["processor"]

@@ -117,15 +117,21 @@ class Stage:
 def check_outputs(parser, args) -> None:
     """Refuse, before anything computes, an output path a step could not write at its end:
     every argument whose help begins with "output" names a file whose folder is a folder (or
-    can be made) and that is not itself a folder; :class:`~neurd.tables.InputFileError`
-    naming the argument and the path."""
+    can be made) and that is not itself a folder ("output folder": a folder, not a file);
+    :class:`~neurd.tables.InputFileError` naming the argument and the path."""
     for action in parser._actions:  # argparse lists its arguments only there
-        if not str(action.help or "").startswith("output"):
+        words = str(action.help or "")
+        if not words.startswith("output"):
             continue
         value = getattr(args, action.dest, None)
         for path in [value] if isinstance(value, str) else list(value or []):
             flag = action.option_strings[0] if action.option_strings else action.dest
             target = Path(path)
+            if words.startswith("output folder"):
+                if target.exists() and not target.is_dir():
+                    raise InputFileError(f"{flag} {path} is a file, not a folder the step "
+                                         "can write into")
+                continue
             if target.is_dir():
                 raise InputFileError(f"{flag} {path} is a folder, not a file the step can "
                                      "write: give a file's path")

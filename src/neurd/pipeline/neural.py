@@ -65,7 +65,7 @@ from neurd.neural.runs import (
 )
 from neurd.revision import git_revision
 from neurd.stage import Figure, Stage
-from neurd.tables import config_hash, read_table, write_table
+from neurd.tables import config_hash, read_metadata, read_table, write_table
 
 log = logging.getLogger(__name__)
 
@@ -489,21 +489,27 @@ def _table_step(args, cfg) -> None:
     compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")
     uniform = uniform_nash_conv(compiled, int(cfg["phases"]))
     tables = game_tables(cfg, curves, policies, uniform)
+    # the cycle variants and devices the jobs' pieces ran, carried into every derived table
+    pieces = [p for path in args.curves for p in read_metadata(path).get("pieces", [])]
+    ran = {"cycle_variants": sorted({str(p.get("variant", "default")) for p in pieces}),
+           "devices": sorted({str(p.get("device")) for p in pieces})}
     meta = {"bootstrap": dict(cfg["bootstrap"], statistic="mean over seeds",
                               implementation="scipy.stats.bootstrap")}
     for name, path in (("nashconv", args.nashconv), ("policies", args.policies_out),
                        ("diagnostics", args.diagnostics), ("summary", args.summary),
                        ("nashconv_ci", args.ci)):
         write_table(tables[name], path, columns=TABLES[name], config=cfg,
-                    extra=meta if name == "nashconv_ci" else None)
+                    extra={**ran, **meta} if name == "nashconv_ci" else ran)
 
 
 def _combine_step(args, cfg) -> None:
     for name in ("nashconv", "diagnostics", "summary", "nashconv_ci"):
         paths = getattr(args, name)
         frame = pd.concat([read_table(p) for p in paths], ignore_index=True)
+        ran = {key: sorted({v for p in paths for v in read_metadata(p).get(key, [])})
+               for key in ("cycle_variants", "devices")}
         write_table(frame, os.path.join(args.out_dir, f"{name}.parquet"), columns=TABLES[name],
-                    config=cfg)
+                    config=cfg, extra=ran)
 
 
 def register(stage: Stage, sub) -> None:
