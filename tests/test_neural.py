@@ -372,3 +372,26 @@ def test_section_cross_checks_name_the_key(tmp_path, changes, key):
 
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         _neural_config(tmp_path, **changes)
+
+
+def test_the_blocked_share_counts_a_push_once_however_its_advantage_rounds():
+    """A push whose advantage is float32 rounding of 0 (an all but deterministic policy) is no
+    push: the share blocked is at most 1 even where the advantages are computed again with
+    other rounding for the blocked and for the pushed (as XLA may, fusion by fusion; a share
+    of 1.13 came out so); here the two readings differ at exactly such entries."""
+    import jax.numpy as jnp
+
+    from neurd.neural.losses import PUSH_FLOOR, blocked_share
+
+    legal = jnp.ones((3, 2), bool)
+    logits = jnp.array([[5.0, -5.0], [5.0, -5.0], [0.0, 0.0]])
+    weights = jnp.array([0.5, 0.25, 0.25])
+    tiny = jnp.array([[3e-8, -1.0], [-2e-8, -3.0], [0.5, -0.5]])
+    share = float(blocked_share(logits, tiny, legal, weights, 2.0))
+    # state 0's and 1's first actions are no pushes: blocked are their second actions
+    # (pushed down at -beta) and nothing of state 2 (logits within the threshold)
+    assert share == pytest.approx((0.5 + 0.25) / (0.5 + 0.25 + 2 * 0.25))
+    assert PUSH_FLOOR > 3e-8
+    for scale in (0.0, 1e-9, 1e-7):
+        noisy = tiny.at[:, 0].set(jnp.where(jnp.abs(tiny[:, 0]) < 1e-6, scale, tiny[:, 0]))
+        assert 0.0 <= float(blocked_share(logits, noisy, legal, weights, 2.0)) <= 1.0

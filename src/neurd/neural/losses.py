@@ -80,10 +80,28 @@ def neurd_loss(logits, q, legal, weights, beta: float, centre: bool = False):
     allowed = threshold_mask(logits, advantage, legal, beta)
     y = centred(logits, legal) if centre else logits
     per_state = -jnp.sum(jnp.where(allowed, y * advantage, 0.0), axis=-1)
-    pushed = legal & (advantage != 0)
-    blocked = jnp.sum(weights[:, None] * (pushed & ~allowed)) / jnp.maximum(
+    return jnp.sum(weights * per_state), blocked_share(logits, advantage, legal, weights, beta)
+
+
+# An advantage this small is no push: A = q - sum_a pi q is then float32 rounding of a policy
+# that is all but deterministic, and its sign is not a property of the game
+PUSH_FLOOR = 1e-6
+
+
+def blocked_share(logits, advantage, legal, weights, beta: float) -> jax.Array:
+    """The share of NeuRD's pushes (visit-weighted; an advantage of at least
+    :data:`PUSH_FLOOR` in size) that the threshold blocked.
+
+    The pushed and the blocked are read from one array, floored: XLA may compute the
+    advantages again inside each fusion that reads them, with other rounding, and a push of
+    about 0 counted as blocked in one and not as pushed in another once gave a share of 1.13.
+    An advantage near the floor can still be classed apart by two fusions, rarely; the
+    publication's checks refuse a share outside [0, 1]."""
+    floored = jnp.where(jnp.abs(advantage) >= PUSH_FLOOR, advantage, 0.0)
+    pushed = legal & (floored != 0)
+    blocked = pushed & ~threshold_mask(logits, floored, legal, beta)
+    return jnp.sum(weights[:, None] * blocked) / jnp.maximum(
         jnp.sum(weights[:, None] * pushed), 1e-30)
-    return jnp.sum(weights * per_state), blocked
 
 
 def spg_loss(logits, q, legal, weights, beta: float, centre: bool = False):

@@ -47,9 +47,10 @@ DIAGNOSTIC_COLUMNS = {
     "nash_conv": NASHCONV_COLUMNS["nash_conv"],
     "critic_rmse": "reach-weighted RMS error of the critic against the exact regularised "
                    "continuation values of the current policy (NaN for the exact critic)",
-    "threshold_blocked": "share of NeuRD's nonzero logit pushes (visit-weighted, legal "
-                         "actions) the threshold blocked, mean over the policy updates since "
-                         "the previous checkpoint (0 for SPG; NaN at iteration 0)",
+    "threshold_blocked": "share of NeuRD's logit pushes (visit-weighted, legal actions, an "
+                         "advantage of at least 1e-6 in size) the threshold blocked, mean over "
+                         "the policy updates since the previous checkpoint (0 for SPG; NaN at "
+                         "iteration 0)",
     "critic_loss": "mean critic regression loss over the critic updates since the previous "
                    "checkpoint (NaN at iteration 0)",
     "policy_entropy": "entropy (nats) of the current policy, mean over information states "
