@@ -48,5 +48,28 @@ def test_the_repository_references_are_well_formed(name):
     path = Path(__file__).resolve().parents[1] / "bench/figures_time.json"
     for run in expected_time.references(path, name):
         assert run["processor"] and run["isa"] and run["snakemake_seconds"] > 0
-        assert 0 <= run["neural_share"] <= 1
-        assert run["probe"]["neural"] > 0 and run["probe"]["tabular"] > 0
+        if run["probe"]:  # a run timed with its probe prices the estimate
+            assert 0 <= run["neural_share"] <= 1
+            assert run["probe"]["neural"] > 0 and run["probe"]["tabular"] > 0
+
+
+def test_the_performance_page_gives_the_runs_timed_slowest_first():
+    """docs/performance.md's table of make figures' times is bench/figures_time.json's runs,
+    each naming its processor and instruction set, the slowest first."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = expected_time.references(root / "bench/figures_time.json", "default.yaml")
+    assert runs
+    table = expected_time.times_table(runs)
+    assert table in (root / "docs/performance.md").read_text(encoding="utf-8"), table
+    rows = [line for line in table.splitlines()[2:]]
+    assert [r.split(" | ")[0] for r in rows]  # one row a run
+    assert len(rows) == len(runs)
+
+
+def test_runs_without_a_probe_do_not_price_the_estimate():
+    unprobed = dict(REFERENCE, probe=None, processor="CPU C")
+    said = expected_time.expectation({"neural": 10.0, "tabular": 2.0}, [unprobed, REFERENCE],
+                                     "AVX512")
+    assert "CPU C" not in said and "about 10 min" in said

@@ -79,7 +79,8 @@ def references(path: str | Path, config: str) -> list[dict]:
 def expectation(here: Mapping[str, float], runs: Sequence[Mapping], isa: str) -> str:
     """What ``make figures`` says first: the time it expects, from the references of this
     instruction set (of every one where none is of it)."""
-    mine = [r for r in runs if r.get("isa") == isa] or list(runs)
+    probed = [r for r in runs if r.get("probe")]
+    mine = [r for r in probed if r.get("isa") == isa] or probed
     if not mine:
         return ("make figures: no run of this config has been timed whole "
                 "(bench/time_figures.py): no time is expected")
@@ -92,6 +93,25 @@ def expectation(here: Mapping[str, float], runs: Sequence[Mapping], isa: str) ->
     return (f"make figures: about {said} on this machine (its probe: neural "
             f"{here['neural']:.1f} s, tabular {here['tabular']:.1f} s; timed whole on {basis}); "
             "each job's progress line then says its own ETA")
+
+
+def times_table(runs: Sequence[Mapping]) -> str:
+    """The runs timed whole as docs/performance.md's table, the slowest first."""
+    lines = ["| processor | instruction set (XLA) | Snakemake | venv and check | `make test` | "
+             "date, revision | note |", "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+    for run in sorted(runs, key=lambda r: -float(r["snakemake_seconds"])):
+        setup = float(run.get("venv_seconds") or 0) + float(run.get("check_seconds") or 0)
+        test = run.get("test_seconds")
+        lines.append(f"| {run['processor']} | {run['isa']} | "
+                     f"{_clock(float(run['snakemake_seconds']))} | {_clock(setup)} | "
+                     f"{_clock(float(test)) if test else '-'} | {run['date']}, "
+                     f"{str(run['revision'])[:7]} | {run.get('note', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s"
 
 
 def _minutes(seconds: float) -> str:
