@@ -266,3 +266,20 @@ def test_a_piece_whose_seconds_do_not_give_its_rate_is_refused(setup, state, tmp
     meta["pieces"][-1]["seconds"] = meta["pieces"][-1]["seconds"] * 1000 + 1
     _reseal(copy, meta)
     assert "its iterations and seconds give" in _refused(setup, tmp_path, copy)
+
+
+def test_a_block_in_progress_is_replayed_from_its_start(setup, state, tmp_path):
+    """`neurd published-reproduce --replay BLOCK` runs the block in progress again from its
+    start to its row: every NashConv its state holds is the replay's, bit for bit here (a
+    state forged consistently with itself would not be)."""
+    from neurd.publication import replay_state
+
+    folder = tmp_path / "published"
+    publication.init(folder, setup["cfg"])
+    publication.add_blocks(folder, setup["cfg"], [], compiled={"kuhn": setup["compiled"]},
+                           states=[resume_states.StateSource("kuhn", BLOCK, state)])
+    frame = replay_state(folder, "kuhn", BLOCK, setup["compiled"])
+    assert len(frame) and frame.row.nunique() >= 2
+    assert (frame.difference == 0).all(), frame[frame.difference > 0].head()
+    with pytest.raises(PublicationError, match="no block in progress 'learned_s5-6'"):
+        replay_state(folder, "kuhn", "learned_s5-6", setup["compiled"])

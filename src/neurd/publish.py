@@ -49,6 +49,7 @@ from neurd.publication import (
     phase_end_nash_conv,
     publish_run,
     published_games,
+    replay_state,
     reproduce,
 )
 from neurd.publication import check as check_publication
@@ -258,6 +259,23 @@ def _check(args) -> None:
               manifest["games"].items()}, manifest["bytes"] / 2**20)
 
 
+def _replay(args, checked, compiled) -> None:
+    """``--replay``: a block in progress run again from its start to its row, compared."""
+    frame = replay_state(args.folder, args.game, args.replay, compiled, checked=checked)
+    worst = float(frame.difference.max())
+    log.info("%s %s: block in progress %s replayed from its start, %d NashConv values at %d "
+             "rows, largest difference %.3g (bound %.0e; on the device and variant that made "
+             "it: 0)", args.folder, args.game, args.replay, len(frame), frame.row.nunique(),
+             worst, AGREEMENT_NASH_CONV)
+    if args.out:
+        with atomic_path(args.out) as tmp:
+            frame.to_csv(tmp, index=False)
+    if not worst <= AGREEMENT_NASH_CONV:
+        raise PublicationError(f"{args.folder} {args.game}: block in progress {args.replay} "
+                               f"replayed with a difference {worst:.3g}, beyond the bound "
+                               f"{AGREEMENT_NASH_CONV:.0e}")
+
+
 def _reproduce(args) -> None:
     if args.cycles < 1:
         raise PublicationError(f"--cycles must be at least 1 (a reproduction of no cycle "
@@ -270,6 +288,9 @@ def _reproduce(args) -> None:
     else:
         compiled = games.compile_configured(args.game, cfg["game_strings"],
                                             cfg.get("expected_infostates"), "neural")
+    if args.replay:
+        _replay(args, checked, compiled)
+        return
     frame = reproduce(args.folder, args.game, compiled, cycles=args.cycles, checked=checked)
     ends = phase_end_nash_conv(args.folder, args.game, compiled, checked=checked)
     worst = float(frame.difference.max())
@@ -399,6 +420,11 @@ def register(sub) -> None:
     p.add_argument("--cycles", type=int, default=AGREEMENT_CYCLES,
                    help=f"learning cycles to run per block (at least 1; default "
                         f"{AGREEMENT_CYCLES})")
+    p.add_argument("--replay", default=None, metavar="BLOCK",
+                   help="instead: the block in progress BLOCK (e.g. learned_s0-4) run again "
+                        "from its start to the row its state stopped at, every row's NashConv "
+                        "compared (equal on the device and variant that made it: what tells a "
+                        "forged state from the run's own; a GPU's at the paper's length)")
     p.add_argument("--out", default=None, help="output: the comparison as CSV")
     p.set_defaults(func=_reproduce)
 

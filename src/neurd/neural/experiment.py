@@ -56,7 +56,8 @@ from neurd.progress import Progress
 # what callers of a job use, from the modules that define it
 __all__ = ["CHECKPOINT_FORMAT", "MARKER", "PIECE_KEYS", "CheckpointPathError", "Plan",
            "StateError", "Stopped", "check_consistent_state", "check_state", "checkpoint_grid",
-           "exact_policies", "job_template", "network_nash_conv", "run"]
+           "exact_policies", "job_template", "network_nash_conv", "replay", "restore_strictly",
+           "run"]
 
 # A saved state's policy tables against what its weights give: float32 rounding of another
 # device or cycle variant only; its last row's NashConv against what its tables give: float64
@@ -364,3 +365,21 @@ def _check_pieces(folder, pieces: list, configs: int) -> None:
             raise StateError(f"{folder}: piece {k} would have run {real:.3g} "
                              "configuration-iterations a second: no machine does")
 
+
+
+def replay(compiled: CompiledGame, plan: Plan, rows: int) -> np.ndarray:
+    """``[rows, C]``: the NashConv of every configuration at the first ``rows`` checkpoint rows
+    of ``plan``, computed again from the start (no state saved or read): what a saved state's
+    curves up to its row must be, on the device and cycle variant that made them."""
+    job, states, results = _setup(compiled, plan)
+    if not 0 < rows <= len(job.iterations):
+        raise ValueError(f"rows must be in 1..{len(job.iterations)}, got {rows}")
+    done = 0
+    for row in range(rows):
+        target, phase = int(job.iterations[row]), int(job.phases[row])
+        sign = 1.0 if phase % 2 == 1 else -1.0
+        if target > done:
+            states = _advance(job, states, done, target, sign)
+            done = target
+        _measure_row(job, states, results, row, sign)
+    return results["nash_conv"][:rows]

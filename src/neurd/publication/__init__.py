@@ -83,7 +83,7 @@ from neurd.publication.manifest import (
     sha256,
     stale_keys,
 )
-from neurd.publication.reproduce import block_job, phase_end_nash_conv, reproduce
+from neurd.publication.reproduce import block_job, phase_end_nash_conv, replay_state, reproduce
 from neurd.publication.writer import BlockSource, add_blocks, init, publish_run
 
 __all__ = [
@@ -93,5 +93,5 @@ __all__ = [
     "block_folder", "block_job", "block_provenance", "check", "check_content", "check_state",
     "compiled_games", "derived_files", "derived_tables", "differences", "fig6_tables",
     "init", "interrupted", "phase_end_nash_conv", "publish_run", "published_games",
-    "read_manifest", "reproduce", "sha256", "stale_keys",
+    "read_manifest", "replay_state", "reproduce", "sha256", "stale_keys",
 ]

@@ -16,8 +16,11 @@ import pandas as pd
 from neurd import games as game_files
 from neurd import intake
 from neurd.intake import AGREEMENT_CYCLES
+from neurd.neural.runs import parse_block
+from neurd.pipeline.neural import block_plan
 from neurd.publication.integrity import check
 from neurd.publication.manifest import PublicationError, block_folder, published_games
+from neurd.resume_states import identity, state_folder
 from neurd.tables import read_table
 
 
@@ -80,3 +83,31 @@ def phase_end_nash_conv(folder: str | os.PathLike, game: str, compiled,
                                           read_table(base / "curves.parquet"), compiled,
                                           negated))
     return pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
+
+
+def replay_state(folder: str | os.PathLike, game: str, name: str, compiled,
+                 checked: tuple[dict, dict] | None = None) -> pd.DataFrame:
+    """The block in progress ``name`` of ``game`` run again from its start up to the row its
+    state stopped at, beside the NashConv its state holds at every row:
+    ``block, configuration, row, published, reproduced, difference``.  On the device and
+    cycle variant that made the state the two are equal bit for bit; this is what tells a
+    forged state from the run's own (docs/paper-scale.md)."""
+    from neurd.neural.experiment import replay, restore_strictly  # puts off JAX
+
+    manifest, cfg = checked if checked is not None else check(folder)
+    if name not in (manifest["games"].get(game) or {}).get("in_progress", []):
+        raise PublicationError(f"{folder} holds no block in progress {name!r} of {game!r}")
+    critic, first, last = parse_block(name)
+    plan = block_plan(cfg, game, critic, first, last)
+    info, _, results = restore_strictly(
+        compiled, plan, identity(cfg, game, name, game_files.content_hash(compiled)),
+        Path(folder) / state_folder(game, name))
+    rows = int(info["next_row"])
+    again = replay(compiled, plan, rows)
+    frame = pd.DataFrame([{"block": name, "configuration": str(plan.configurations[c]),
+                           "row": r, "published": float(results["nash_conv"][r, c]),
+                           "reproduced": float(again[r, c])}
+                          for r in range(rows) for c in range(again.shape[1])])
+    frame["difference"] = (frame.published - frame.reproduced).abs()
+    return frame
+
