@@ -98,3 +98,26 @@ def test_a_cfr_run_far_longer_than_allowed_is_refused_with_its_estimate(kuhn, mo
     with pytest.raises(ValueError, match="max_hours must be a positive number"):
         engine.cfr(kuhn, "neurd", 1.0, 10, max_hours=float("nan"))
     assert int(engine.cfr(kuhn, "neurd", 1.0, 2000, max_hours=1.0).iteration.item()) == 2000
+
+
+def test_cfr_runs_past_the_machines_memory_are_refused_before_anything_is_allocated(
+        kuhn, monkeypatch):
+    """engine.cfr, cfr_regret and cfr_sweep estimate a run's memory and refuse one past 80% of
+    what the machine has available, naming the estimate, the game's size and what to lower."""
+    need = engine.run_memory_bytes(engine.sequence_form(kuhn), 1)
+    assert need > 0
+    assert engine.run_memory_bytes(engine.sequence_form(kuhn), 30) > 10 * need
+    monkeypatch.setattr(engine, "available_memory_bytes", lambda: need / 0.8 * 0.99)
+    for call in (lambda: engine.cfr(kuhn, "neurd", 1.0, 10),
+                 lambda: engine.cfr_regret(kuhn, "neurd", 1.0, 10)):
+        with pytest.raises(ValueError, match=r"engine.cfr(_regret)?: 1 run\(s\) of this game "
+                                             r"\(12 information states x 2 actions, 30 "
+                                             r"terminal histories\) would hold about"):
+            call()
+    monkeypatch.setattr(engine, "available_memory_bytes", lambda: 3 * need)
+    assert int(engine.cfr(kuhn, "neurd", 1.0, 10).iteration.item()) == 10
+    with pytest.raises(ValueError, match=r"engine.cfr_sweep: 40 run\(s\).*pass fewer step "
+                                         r"sizes"):
+        engine.cfr_sweep(kuhn, ["neurd", "spg"], [0.1 * (k + 1) for k in range(20)], [10])
+    monkeypatch.setattr(engine, "available_memory_bytes", lambda: None)
+    assert int(engine.cfr(kuhn, "neurd", 1.0, 10).iteration.item()) == 10

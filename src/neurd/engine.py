@@ -39,6 +39,7 @@ from neurd.games import DEFAULT_MAX_HISTORIES, CompiledGame, GameError, GameFile
 from neurd.games import compile_game as _compile_game
 from neurd.games import load as _load
 from neurd.games import save as _save
+from neurd.machine import available_memory_bytes
 from neurd.names import GAMES, NEURD
 from neurd.precision import float64
 from neurd.schema import check_section
@@ -226,6 +227,39 @@ def _check_pace(function: str, form: SequenceForm, learner: LocalLearner, step_s
                          "(or None) to run it anyway")
 
 
+# a run's CFR state and its temporaries, counted as this many float64 arrays over the
+# (information state, action) pairs and the terminal histories per run: the state's four
+# (parameters, policy, realization plan, cumulative policy), as many again for the loop's
+# carry and an iteration's values and regrets
+RUN_ARRAYS = 8
+# the share of the machine's available memory a run may plan to hold
+MEMORY_SHARE = 0.8
+
+
+def run_memory_bytes(form: SequenceForm, runs: int = 1) -> int:
+    """Bytes ``runs`` CFR runs of ``form`` at once (vmapped) are estimated to hold: the game's
+    arrays, and per run :data:`RUN_ARRAYS` float64 arrays over the information states'
+    actions and the terminal histories."""
+    game = sum(int(np.asarray(leaf).nbytes) for leaf in jax.tree_util.tree_leaves(form))
+    per_run = 8 * RUN_ARRAYS * (int(form.num_infostates) * int(form.num_actions)
+                                + int(np.shape(form.terminal_payoff)[0]))
+    return game + runs * per_run
+
+
+def _check_memory(function: str, form: SequenceForm, runs: int, lower: str) -> None:
+    """Refuse, before anything is allocated, ``runs`` runs whose estimated memory
+    (:func:`run_memory_bytes`) passes :data:`MEMORY_SHARE` of what the machine has available."""
+    available = available_memory_bytes()
+    need = run_memory_bytes(form, runs)
+    if available is not None and need > MEMORY_SHARE * available:
+        raise ValueError(f"engine.{function}: {runs} run(s) of this game "
+                         f"({form.num_infostates:,} information states x {form.num_actions} "
+                         f"actions, {int(np.shape(form.terminal_payoff)[0]):,} terminal "
+                         f"histories) would hold about {need / 2**20:,.0f} MB, more than "
+                         f"{MEMORY_SHARE:.0%} of the {available / 2**20:,.0f} MB this machine "
+                         f"has available; {lower}")
+
+
 @float64
 def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
         iterations: int = 1000, max_hours: float | None = 2.0) -> CFRState:
@@ -240,7 +274,8 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     most 1000), before anything runs.
     ``max_hours``: the longest the run may take (None: no bound); a run of more than a
     thousand iterations is timed on :data:`PACE_ITERATIONS` first and refused, with the
-    estimate, where it would take longer.
+    estimate, where it would take longer; a run whose memory (:func:`run_memory_bytes`)
+    passes 80% of what the machine has available is refused before anything is allocated.
     Read the result with :func:`average_policy` / :func:`current_policy`.
     """
     form = sequence_form(game)
@@ -249,6 +284,7 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     _check_step_size("cfr", form, step_size)
     if chosen is not _cfr.LEARNERS.get(chosen.name):
         check_learner("cfr", form, chosen)
+    _check_memory("cfr", form, 1, "free memory, or use a smaller game")
     _check_pace("cfr", form, chosen, step_size, iterations, max_hours)
     return check_run("cfr", chosen, _cfr.run(form, chosen, step_size, iterations), iterations,
                      lambda k: _cfr.run(form, chosen, step_size, k))
@@ -269,6 +305,7 @@ def cfr_regret(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     _check_step_size("cfr_regret", form, step_size)
     if chosen is not _cfr.LEARNERS.get(chosen.name):
         check_learner("cfr_regret", form, chosen)
+    _check_memory("cfr_regret", form, 1, "free memory, or use a smaller game")
     state, regret = _cfr.run_with_regret(form, chosen, step_size, iterations)
     check_run("cfr_regret", chosen, state, iterations,
               lambda k: _cfr.run(form, chosen, step_size, k))
@@ -292,6 +329,8 @@ def cfr_sweep(game: Game, learners: Sequence[str | LocalLearner], step_sizes,
     _check("cfr_sweep", "step_sizes", "tabular", {"step_sizes": step_sizes})
     last = _cfr.checkpoint_segments(checkpoints).sum()
     _check("cfr_sweep", "checkpoints", "tabular", {"iterations": int(last)})
+    _check_memory("cfr_sweep", form, len(learners) * int(np.size(step_sizes)),
+                  "pass fewer step sizes (or learners) per call")
     return _cfr.cfr_sweep(form, learners, step_sizes, checkpoints)
 
 

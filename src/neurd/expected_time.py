@@ -39,10 +39,10 @@ def probe() -> dict[str, float]:
     with NeuRD, compiled and run, in float64); the game compiled once before either."""
     import jax
 
-    from neurd import engine
+    from neurd import engine, names
     from neurd.neural import train
 
-    compiled = engine.compile_game("leduc_poker")
+    compiled = engine.compile_game(names.GAMES["leduc"].string)
     start = time.perf_counter()
     spec = train.Spec()
     game = train.neural_game(compiled)
@@ -53,7 +53,7 @@ def probe() -> dict[str, float]:
                                             np.float32(1.0)))
     neural = time.perf_counter() - start
     start = time.perf_counter()
-    jax.block_until_ready(engine.cfr(compiled, "neurd", 1.0,
+    jax.block_until_ready(engine.cfr(compiled, names.NEURD, 1.0,
                                      iterations=PROBE_CFR_ITERATIONS).cumulative_policy)
     return {"neural": round(neural, 3), "tabular": round(time.perf_counter() - start, 3)}
 
