@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neurd import names
 from neurd.machine import cpu_description
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def probe() -> dict[str, float]:
     with NeuRD, compiled and run, in float64); the game compiled once before either."""
     import jax
 
-    from neurd import engine, names
+    from neurd import engine
     from neurd.neural import train
 
     compiled = engine.compile_game(names.GAMES["leduc"].string)
