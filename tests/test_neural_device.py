@@ -389,6 +389,7 @@ def _games_folder(tmp_path, compiled):
     return tmp_path / "games"
 
 
+@pytest.mark.long  # bench/gpu_check.py end to end: minutes on two cores
 def test_the_gpu_check_runs_its_steps_on_the_cpu(tmp_path, compiled):
     """The check itself, dry run on the CPU (--platform cpu): its comparisons pass there
     trivially (CPU against CPU), and a real mismatch is caught (a planted one)."""

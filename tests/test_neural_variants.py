@@ -48,12 +48,18 @@ def _bitwise(first, second):
 
 @pytest.mark.parametrize("name", list(GAMES))
 def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name):
+    """Every variant agrees with ``vmap`` on every game; compiled again, each repeats bit for
+    bit on Kuhn, and the variant this machine runs by default on every game (a compilation
+    of the larger games' other variants again would double the test's minutes and show
+    nothing Kuhn's do not)."""
     game = train.neural_game(compiled[name])
     reference = _run(train.Spec(cycle_variant="vmap"), game, name)
     for variant in passes.VARIANTS:
         spec = train.Spec(cycle_variant=variant)
         first = _run(spec, game, name)
         _compare(reference, first, f"{name} {variant}")
+        if name != "kuhn" and variant != passes.resolve(passes.DEFAULT):
+            continue
         jax.clear_caches()  # compiled again: the same numbers, bit for bit
         assert _bitwise(first, _run(spec, game, name)), f"{name} {variant} does not repeat"
         if variant == "vmap":
