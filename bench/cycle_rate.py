@@ -1,0 +1,182 @@
+"""The learning cycle's arithmetic rate against the same process's plain product rate.
+
+A cycle does its networks' products (``bench_cycle.cycle_flop``) and much besides: the
+sampler, the reductions over the actions, the stacking of each configuration's gradient, the
+optimiser.  Its useful rate (the products' FLOP over the cycle's wall time) is set here against
+what the same process gets from one plain ``[2048, 2048] x [2048, 2048]`` float32 product,
+timed interleaved with the cycle so that load on a shared machine falls on both alike.  The
+share is the median over rounds of (cycle GFLOP/s) / (product GFLOP/s).
+
+Each instruction set is measured in its own process (XLA reads ``XLA_FLAGS`` once): the
+native one, and XLA limited to AVX2 (``--xla_cpu_max_isa=AVX2``: the code a laptop without
+AVX-512 gets).  Goal (the "every CPU" issue): Goofspiel at 60 configurations at 50% or more
+of the product rate under both.
+
+    python bench/cycle_rate.py                      # writes its section of bench/NEURAL.md
+    python bench/cycle_rate.py --games kuhn --rounds 2 --out rate.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HEADING = "## The cycle against the product rate, CPU"
+ISAS = ("native", "AVX2")
+ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+PRODUCT = 2048
+
+
+def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict]:
+    """In this process: per game, the cycle's and the product's rates, ``rounds`` times."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from bench_cycle import cycle_flop
+
+    from neurd import games as neurd_games
+    from neurd.machine import processor_model, xla_isa
+    from neurd.names import GAMES
+    from neurd.neural import passes, train
+
+    a = jax.random.normal(jax.random.key(0), (PRODUCT, PRODUCT), jnp.float32)
+    b = jax.random.normal(jax.random.key(1), (PRODUCT, PRODUCT), jnp.float32)
+    product = jax.jit(jnp.matmul)
+    jax.block_until_ready(product(a, b))
+    product_flop = 2.0 * PRODUCT**3
+
+    def product_rate() -> float:
+        reps, start = 0, time.perf_counter()
+        while reps < 3 or time.perf_counter() - start < seconds / 2:
+            jax.block_until_ready(product(a, b))
+            reps += 1
+        return product_flop * reps / (time.perf_counter() - start) / 1e9
+
+    rows = []
+    for name in games:
+        compiled = neurd_games.compile_game(GAMES[name].string)
+        game = train.neural_game(compiled)
+        spec = train.Spec()
+        seeds = tuple(range(n // (2 * len(ENTROPIES))))
+        states, keys, etas = train.batch_inputs(spec, game, 0, name, seeds, ENTROPIES)
+
+        def run(cycles, states=states, keys=keys, etas=etas, spec=spec, game=game):
+            return jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0,
+                                                           cycles, np.float32(1.0)))
+
+        run(2)  # compiles
+        start = time.perf_counter()
+        run(2)
+        cycles = max(2, int(seconds / max((time.perf_counter() - start) / 2, 1e-6)))
+        flop = cycle_flop(compiled, train.Spec(cycle_variant=passes.resolve(spec.cycle_variant)),
+                          n)
+        shares, cycle_rates, product_rates, ms = [], [], [], []
+        for _ in range(rounds):
+            before = product_rate()
+            start = time.perf_counter()
+            run(cycles)
+            wall = (time.perf_counter() - start) / cycles
+            after = product_rate()
+            rate = flop / wall / 1e9
+            plain = (before + after) / 2
+            shares.append(rate / plain)
+            cycle_rates.append(rate)
+            product_rates.append(plain)
+            ms.append(wall * 1e3)
+        rows.append(dict(game=name, configurations=n, processor=processor_model(),
+                         xla_isa=xla_isa(), variant=passes.resolve(spec.cycle_variant),
+                         gflop=flop / 1e9,
+                         ms_per_cycle=statistics.median(ms),
+                         cycle_gflops=statistics.median(cycle_rates),
+                         product_gflops=statistics.median(product_rates),
+                         share=statistics.median(shares), shares=shares))
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    return rows
+
+
+def _in_process(isa: str, games, n: int, rounds: int, seconds: float) -> list[dict]:
+    """Run :func:`_measure` in a fresh process under ``isa`` (XLA_FLAGS set before JAX loads)."""
+    env = dict(os.environ)
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(
+        "--xla_cpu_max_isa")]
+    if isa != "native":
+        flags.append(f"--xla_cpu_max_isa={isa}")
+    env["XLA_FLAGS"] = " ".join(flags)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
+                                         env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    out = subprocess.run([sys.executable, __file__, "--worker", "--games", *games,
+                          "--configurations", str(n), "--rounds", str(rounds),
+                          "--seconds", str(seconds)], env=env, check=True,
+                         stdout=subprocess.PIPE, text=True)
+    return [dict(r, isa=isa) for r in json.loads(out.stdout)]
+
+
+def section(rows: list[dict], command: str, load_before: str, load_after: str) -> str:
+    lines = [HEADING, "", f"Command: `{command}`  ",
+             f"Date: {datetime.date.today().isoformat()}  ",
+             f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}", "",
+             "A learning cycle's useful rate (its networks' products, `bench_cycle.cycle_flop`, "
+             "over its wall time; default spec and variant, learned critic) against the rate "
+             f"of one plain `[{PRODUCT}, {PRODUCT}]` float32 product in the same process, timed "
+             "before and after each round of cycles; the share is the median over rounds. "
+             "Each instruction set in its own process (`XLA_FLAGS=--xla_cpu_max_isa=AVX2` for "
+             "AVX2). Goal: Goofspiel at 60 configurations at 50% or more under both.", "",
+             "| processor | ISA | game | N | variant | GFLOP/cycle | ms/cycle | cycle GFLOP/s "
+             "| product GFLOP/s | share |",
+             "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {r['processor']} | {r['xla_isa']} | {r['game']} | {r['configurations']} "
+                     f"| {r['variant']} | {r['gflop']:.3g} | {r['ms_per_cycle']:.1f} | "
+                     f"{r['cycle_gflops']:.0f} | {r['product_gflops']:.0f} | "
+                     f"{r['share']:.0%} |")
+    return "\n".join(lines + [""])
+
+
+def main(argv=None) -> int:
+    from neurd.names import GAMES
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", default=["goofspiel", "leduc"],
+                        choices=sorted(GAMES))
+    parser.add_argument("--configurations", type=int, default=60)
+    parser.add_argument("--isas", nargs="+", default=list(ISAS), choices=ISAS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=2.0, help="per round, each part")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.configurations <= 0 or args.configurations % (2 * len(ENTROPIES)):
+        parser.error(f"--configurations: {args.configurations} is not a positive multiple "
+                     f"of {2 * len(ENTROPIES)}")
+    if args.rounds < 1 or not args.seconds > 0:
+        parser.error("--rounds must be at least 1 and --seconds positive")
+    if args.worker:
+        print(json.dumps(_measure(args.games, args.configurations, args.rounds,
+                                  args.seconds)))
+        return 0
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_cycle import with_section
+
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    rows = [r for isa in args.isas
+            for r in _in_process(isa, args.games, args.configurations, args.rounds,
+                                 args.seconds)]
+    load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    command = "python bench/cycle_rate.py " + " ".join(argv if argv is not None
+                                                       else sys.argv[1:])
+    new = section(rows, command.strip(), load_before, load_after)
+    out = Path(args.out)
+    out.write_text(with_section(out.read_text() if out.exists() else "", new, HEADING))
+    print(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
