@@ -610,12 +610,22 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     record["status"] = ("finished" if ok else "in progress (stopped at the end of its slot, "
                         "state saved)" if paused and not killed else "in progress (killed, "
                         "with the state it saved last)" if paused
-                        else "lost (killed at the deadline or failed)")
+                        else "lost (killed at the deadline)" if killed
+                        else f"failed (exit {process.returncode}): "
+                        f"{_last_error(folder / 'run.log')}")
     if not ok:
         record["log"] = (folder / "run.log").read_text()[-2000:]
     if paused:
         shutil.copyfile(folder / "run.log", state / "run.log")
     return dict(record, folder=folder if ok else None, state=state if paused else None)
+
+
+def _last_error(log: Path) -> str:
+    """The last line of a job's log that says what went wrong (its last line otherwise)."""
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()
+             if line.strip()]
+    said = [line for line in lines if "Error" in line or "error" in line]
+    return (said or lines or ["(an empty log)"])[-1][:300]
 
 
 def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Path, platform: str,

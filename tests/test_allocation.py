@@ -569,3 +569,17 @@ def test_an_allocation_runs_the_fastest_variant_that_passed_and_never_one_that_f
     assert checked[chosen]["passed"] is True
     timed = [r for r in checked.values() if r["passed"]]
     assert chosen == min(timed, key=lambda r: r["summed_ms_per_cycle"])["variant"]
+
+
+def test_a_failed_block_says_why_in_the_allocation_log(tmp_path):
+    """A job that fails is reported as failed with its error (a NashConv that turned NaN at
+    the paper's length, say), not as lost at the deadline."""
+    log = tmp_path / "run.log"
+    log.write_text("2026-11-28 05:38:47 neurd INFO neural kuhn: 77%\nTraceback (most recent "
+                   "call last):\n  File \"x.py\", line 1, in run\n    raise FloatingPointError("
+                   "f\"...\")\nFloatingPointError: NashConv is not finite at iteration 778800 "
+                   "for configuration ('neurd', 0.1, 3)\n")
+    assert _bench()._last_error(log) == ("FloatingPointError: NashConv is not finite at "
+                                         "iteration 778800 for configuration ('neurd', 0.1, 3)")
+    log.write_text("killed\n")
+    assert _bench()._last_error(log) == "killed"
