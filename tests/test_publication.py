@@ -585,3 +585,17 @@ def test_the_docs_state_what_the_paper_publication_holds():
         assert int(blocks) == len(entry["blocks"]), game
         assert float(hours) == pytest.approx(entry.get("cpu_hours", 0), abs=0.005), game
         assert float(minutes) == pytest.approx(entry.get("gpu_minutes", 0), abs=0.05), game
+
+
+def test_kept_allocation_reports_name_no_machines_paths():
+    """An allocation's report kept in bench/ (make publish-blocks) names files from the
+    repository's root, never by the path of the machine it ran on."""
+    from neurd.publish import relative_paths
+
+    assert relative_paths('"log": "  File \\"/home/u/repo/results/paper/code/src/neurd/cli.py\\""'
+                          ) == '"log": "  File \\"results/paper/code/src/neurd/cli.py\\""'
+    assert relative_paths("/srv/x/bench/cpu/a.json, src/neurd/b.py, https://x.org/src/c"
+                          ) == "bench/cpu/a.json, src/neurd/b.py, https://x.org/src/c"
+    for path in sorted(ROOT.glob("bench/*/allocations/*.json")):
+        text = path.read_text()
+        assert relative_paths(text) == text, f"{path.relative_to(ROOT)} names a machine's path"

@@ -235,8 +235,8 @@ def _add(args) -> None:
                 date = str(index["allocation"].get("date", "undated"))
                 report = Path(keep) / f"{date}-{index['sha256'][:16]}.json"
                 report.parent.mkdir(parents=True, exist_ok=True)
-                report.write_text(json.dumps(index["allocation"], indent=1, sort_keys=True)
-                                  + "\n")
+                report.write_text(relative_paths(json.dumps(index["allocation"], indent=1,
+                                                            sort_keys=True)) + "\n")
         if not sources and not states:
             raise PublicationError(f"{', '.join(args.packs)}: the packs hold no finished block "
                                    "and no block in progress")
@@ -244,6 +244,18 @@ def _add(args) -> None:
     finally:
         for unpacked in folders:
             shutil.rmtree(unpacked, ignore_errors=True)
+
+
+# an absolute path up to one of the repository's top-level folders (a machine's own path)
+_MACHINE_PREFIX = re.compile(r"(?<![\w.~:/-])/(?:[^\s\"'/]+/)*?(?=(?:results|src|bench|published|"
+                             r"workflow|tests)/)")
+
+
+def relative_paths(text: str) -> str:
+    """``text`` with every absolute path into a repository's folders (``/home/u/repo/results/x``)
+    written from the repository's root (``results/x``): a kept allocation report names no
+    machine's paths."""
+    return _MACHINE_PREFIX.sub("", text)
 
 
 def _check(args) -> None:
