@@ -73,3 +73,53 @@ def test_runs_without_a_probe_do_not_price_the_estimate():
     said = expected_time.expectation({"neural": 10.0, "tabular": 2.0}, [unprobed, REFERENCE],
                                      "AVX512")
     assert "CPU C" not in said and "about 10 min" in said
+
+
+def _time_tests():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        import time_tests
+    finally:
+        sys.path.pop(0)
+    return time_tests
+
+
+def test_the_tests_times_are_read_from_pytests_own_lines():
+    """bench/time_tests.py reads each pytest session's time and slowest tests (ids with
+    spaces too) from a log of make test then make test-long."""
+    log = """collected 3 items
+============================= slowest 15 durations =============================
+120.30s call     tests/test_a.py::test_one
+14.72s setup    tests/test_b.py::test_two[learner0-step (player 0) returned shape]
+= 1 failed, 1090 passed, 3 skipped, 91 deselected, 34 warnings in 1546.40s (0:25:46) =
+make: *** [Makefile:60: test] Error 1
+============================= slowest 15 durations =============================
+300.00s call     tests/test_workflow.py::test_the_smoke_run
+============ 12 passed, 1090 deselected in 900.10s (0:15:00) ============
+"""
+    first, second = _time_tests().parse(log)
+    assert first["seconds"] == 1546.40 and "1 failed" in first["counts"]
+    assert first["slowest"] == [
+        [120.30, "call", "tests/test_a.py::test_one"],
+        [14.72, "setup", "tests/test_b.py::test_two[learner0-step (player 0) returned shape]"]]
+    assert second == {"seconds": 900.10, "counts": "12 passed, 1090 deselected",
+                      "slowest": [[300.0, "call", "tests/test_workflow.py::test_the_smoke_run"]]}
+
+
+def test_the_performance_page_gives_the_tests_times_on_each_instruction_set():
+    """docs/performance.md's table of the tests' times is bench/tests_time.json's runs (the
+    slowest first, each part's time and slowest tests, named by processor and instruction
+    set)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = json.loads((root / "bench/tests_time.json").read_text())["runs"]
+    assert runs and all(r["processor"] and r["isa"] and set(r["parts"]) == {"test", "test-long"}
+                        for r in runs)
+    assert all("failed" not in p["counts"] for r in runs for p in r["parts"].values())
+    table = expected_time.tests_table(runs)
+    assert table in (root / "docs/performance.md").read_text(encoding="utf-8"), table

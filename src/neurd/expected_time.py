@@ -110,6 +110,33 @@ def times_table(runs: Sequence[Mapping]) -> str:
     return "\n".join(lines) + "\n"
 
 
+TESTS_SLOWEST = 5  # the slowest tests of each part docs/performance.md lists
+
+
+def tests_table(runs: Sequence[Mapping]) -> str:
+    """The test suite's runs (``bench/tests_time.json``, written by ``bench/time_tests.py``)
+    as docs/performance.md's table, the slowest first: each part's time and its
+    :data:`TESTS_SLOWEST` slowest tests."""
+    def total(run):
+        return sum(float(p["seconds"]) for p in run["parts"].values())
+
+    lines = ["| processor | instruction set (XLA) | `make test` | `make test-long` | slowest "
+             "tests (seconds) | date, revision | note |",
+             "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    for run in sorted(runs, key=lambda r: -total(r)):
+        parts = run["parts"]
+        slowest = "; ".join(
+            f"{part}: " + ", ".join(f"`{test}` {seconds:.0f}"
+                                    for seconds, _, test in parts[part]["slowest"][
+                                        :TESTS_SLOWEST])
+            for part in ("test", "test-long") if part in parts)
+        lines.append(f"| {run['processor']} | {run['isa']} | "
+                     f"{_clock(float(parts['test']['seconds']))} | "
+                     f"{_clock(float(parts['test-long']['seconds']))} | {slowest} | "
+                     f"{run['date']}, {str(run['revision'])[:7]} | {run.get('note', '')} |")
+    return "\n".join(lines) + "\n"
+
+
 def _clock(seconds: float) -> str:
     minutes, rest = divmod(int(round(seconds)), 60)
     return f"{minutes} min {rest:02d} s"
