@@ -54,6 +54,8 @@ def main(argv=None) -> int:
                         help="XLA_FLAGS of the run (--xla_cpu_max_isa=AVX2: an AVX2 machine)")
     parser.add_argument("--log", help="the output of a run already made in the clone "
                         "(make test, then make test-long), instead of running them")
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS,
+                        help="the parts run (or in the log), in order (default: both)")
     parser.add_argument("--note", default="", help="what else ran on the machine meanwhile")
     parser.add_argument("--out", default=str(ROOT / "bench" / "tests_time.json"))
     args = parser.parse_args(argv)
@@ -64,15 +66,16 @@ def main(argv=None) -> int:
         text = Path(args.log).read_text(errors="replace")
     else:
         outputs = []
-        for part in PARTS:
+        for part in args.parts:
             done = subprocess.run(["make", part], cwd=clone, env=env, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             sys.stdout.write(done.stdout[-3000:])
             outputs.append(done.stdout)
         text = "\n".join(outputs)
     sessions = parse(text)
-    if len(sessions) != len(PARTS):
-        sys.exit(f"found {len(sessions)} pytest sessions, not {len(PARTS)} ({', '.join(PARTS)})")
+    if len(sessions) != len(args.parts):
+        sys.exit(f"found {len(sessions)} pytest sessions, not {len(args.parts)} "
+                 f"({', '.join(args.parts)})")
     failed = [s["counts"] for s in sessions if "failed" in s["counts"]]
     if failed:
         sys.exit(f"a part failed: {failed}: not kept")
@@ -86,7 +89,7 @@ def main(argv=None) -> int:
     entry = {"processor": cpu["processor"], "isa": cpu["isa"], "threads": cpu["threads"],
              "xla_flags": args.xla_flags, "date": time.strftime("%Y-%m-%d", time.gmtime()),
              "revision": revision, "note": args.note,
-             "parts": {part: s for part, s in zip(PARTS, sessions)}}
+             "parts": {part: s for part, s in zip(args.parts, sessions)}}
     out = Path(args.out)
     runs = json.loads(out.read_text())["runs"] if out.is_file() else []
     same = ("processor", "isa")

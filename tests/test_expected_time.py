@@ -118,8 +118,9 @@ def test_the_performance_page_gives_the_tests_times_on_each_instruction_set():
 
     root = Path(__file__).resolve().parents[1]
     runs = json.loads((root / "bench/tests_time.json").read_text())["runs"]
-    assert runs and all(r["processor"] and r["isa"] and set(r["parts"]) == {"test", "test-long"}
-                        for r in runs)
+    assert runs and all(r["processor"] and r["isa"] and "test" in r["parts"]
+                        and set(r["parts"]) <= {"test", "test-long"} for r in runs)
+    assert {r["isa"] for r in runs if "test-long" in r["parts"]}
     assert all("failed" not in p["counts"] for r in runs for p in r["parts"].values())
     table = expected_time.tests_table(runs)
     assert table in (root / "docs/performance.md").read_text(encoding="utf-8"), table

@@ -115,10 +115,13 @@ TESTS_SLOWEST = 5  # the slowest tests of each part docs/performance.md lists
 
 def tests_table(runs: Sequence[Mapping]) -> str:
     """The test suite's runs (``bench/tests_time.json``, written by ``bench/time_tests.py``)
-    as docs/performance.md's table, the slowest first: each part's time and its
-    :data:`TESTS_SLOWEST` slowest tests."""
+    as docs/performance.md's table, the longest first: each part's time (``-``: not run) and
+    its :data:`TESTS_SLOWEST` slowest tests."""
     def total(run):
         return sum(float(p["seconds"]) for p in run["parts"].values())
+
+    def clock(part):
+        return _clock(float(part["seconds"])) if part else "-"
 
     lines = ["| processor | instruction set (XLA) | `make test` | `make test-long` | slowest "
              "tests (seconds) | date, revision | note |",
@@ -131,8 +134,7 @@ def tests_table(runs: Sequence[Mapping]) -> str:
                                         :TESTS_SLOWEST])
             for part in ("test", "test-long") if part in parts)
         lines.append(f"| {run['processor']} | {run['isa']} | "
-                     f"{_clock(float(parts['test']['seconds']))} | "
-                     f"{_clock(float(parts['test-long']['seconds']))} | {slowest} | "
+                     f"{clock(parts.get('test'))} | {clock(parts.get('test-long'))} | {slowest} | "
                      f"{run['date']}, {str(run['revision'])[:7]} | {run.get('note', '')} |")
     return "\n".join(lines) + "\n"
 
