@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from _timed import clone_machine, keep  # bench/_timed.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -72,24 +74,11 @@ def main(argv=None) -> int:
     snakemake = _run([str(clone / ".venv/bin/snakemake"), "--cores", str(args.cores),
                       "--configfile", args.config], clone, env)
     test = _run(["make", "test"], clone, env) if args.test else None
-    cpu = json.loads(subprocess.run(
-        [python, "-c", "import json; from neurd.machine import cpu_description; "
-         "print(json.dumps(cpu_description()))"], cwd=clone, env=env, capture_output=True,
-        text=True, check=True).stdout)
-    revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    entry = {"config": Path(args.config).name, "processor": cpu["processor"],
-             "isa": cpu["isa"], "threads": cpu["threads"], "xla_flags": args.xla_flags,
-             "cores": args.cores, "date": time.strftime("%Y-%m-%d", time.gmtime()),
-             "revision": revision, "venv_seconds": venv, "check_seconds": check,
-             "snakemake_seconds": snakemake, "test_seconds": test, "probe": probe,
-             "neural_share": neural_share(clone / "results" / "benchmarks")}
-    out = Path(args.out)
-    runs = json.loads(out.read_text())["runs"] if out.is_file() else []
-    same = ("config", "processor", "isa")
-    runs = [r for r in runs if tuple(r.get(k) for k in same) != tuple(entry[k] for k in same)]
-    out.write_text(json.dumps({"runs": runs + [entry]}, indent=1, sort_keys=True) + "\n")
-    print(json.dumps(entry, indent=1, sort_keys=True))
+    entry = {"config": Path(args.config).name, **clone_machine(clone, env),
+             "xla_flags": args.xla_flags, "cores": args.cores, "venv_seconds": venv,
+             "check_seconds": check, "snakemake_seconds": snakemake, "test_seconds": test,
+             "probe": probe, "neural_share": neural_share(clone / "results" / "benchmarks")}
+    keep(Path(args.out), entry, ("config", "processor", "isa"))
     return 0
 
 

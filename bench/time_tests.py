@@ -15,13 +15,13 @@ entry per processor and instruction set: a new run replaces the one it repeats.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from _timed import clone_machine, keep  # bench/_timed.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("test", "test-long")
@@ -79,23 +79,9 @@ def main(argv=None) -> int:
     failed = [s["counts"] for s in sessions if "failed" in s["counts"]]
     if failed:
         sys.exit(f"a part failed: {failed}: not kept")
-    python = str(clone / ".venv/bin/python")
-    cpu = json.loads(subprocess.run(
-        [python, "-c", "import json; from neurd.machine import cpu_description; "
-         "print(json.dumps(cpu_description()))"], cwd=clone, env=env, capture_output=True,
-        text=True, check=True).stdout)
-    revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    entry = {"processor": cpu["processor"], "isa": cpu["isa"], "threads": cpu["threads"],
-             "xla_flags": args.xla_flags, "date": time.strftime("%Y-%m-%d", time.gmtime()),
-             "revision": revision, "note": args.note,
+    entry = {**clone_machine(clone, env), "xla_flags": args.xla_flags, "note": args.note,
              "parts": {part: s for part, s in zip(args.parts, sessions)}}
-    out = Path(args.out)
-    runs = json.loads(out.read_text())["runs"] if out.is_file() else []
-    same = ("processor", "isa")
-    runs = [r for r in runs if tuple(r.get(k) for k in same) != tuple(entry[k] for k in same)]
-    out.write_text(json.dumps({"runs": runs + [entry]}, indent=1, sort_keys=True) + "\n")
-    print(json.dumps(entry, indent=1, sort_keys=True))
+    keep(Path(args.out), entry, ("processor", "isa"))
     return 0
 
 
