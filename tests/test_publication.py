@@ -599,3 +599,18 @@ def test_kept_allocation_reports_name_no_machines_paths():
     for path in sorted(ROOT.glob("bench/*/allocations/*.json")):
         text = path.read_text()
         assert relative_paths(text) == text, f"{path.relative_to(ROOT)} names a machine's path"
+
+
+def test_the_failure_paper_scale_md_quotes_is_the_kept_reports():
+    """docs/paper-scale.md's block that does not finish quotes its error from the allocation
+    report it names, as that report holds it."""
+    import re
+
+    page = (ROOT / "docs/paper-scale.md").read_text()
+    section = page.split("### A block that does not finish", 1)[1].split("\n## ", 1)[0]
+    report = re.search(r"`(bench/cpu/allocations/[^`]+\.json)`", section)[1]
+    quoted = re.search(r'"(NashConv is not finite at iteration \d+ for configuration\s+'
+                       r"\('neurd', [\d.]+,\s+\d+\))\"", section)[1]
+    jobs = json.loads((ROOT / report).read_text())["jobs"]
+    logs = " ".join(j.get("log", "") for j in jobs)
+    assert " ".join(quoted.split()) in " ".join(logs.split())
