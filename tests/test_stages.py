@@ -9,6 +9,7 @@ import yaml
 
 from neurd import stages
 from neurd.config import ConfigError
+from neurd.publication import published_games
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,9 @@ def test_every_stage_has_its_schema_and_rules():
 
 
 def test_figures_come_from_the_stages_with_their_inputs():
-    jobs = stages.figures(_default_config())
+    config = _default_config()
+    config["published"]["folder"] = None  # the publication's figure: below
+    jobs = stages.figures(config)
     assert [job.name for job in jobs] == [
         "fig1", "fig2", "fig6", "fig3", "fig4a", "fig5", "fig4b_kuhn", "fig4b",
         "fig4b_goofspiel"]
@@ -43,6 +46,19 @@ def test_figures_come_from_the_stages_with_their_inputs():
                                                                   "scale"]
         assert (ROOT / f"workflow/report/{job.module}.rst").exists()
         assert all(path.startswith(f"results/{job.section}/") for path in job.inputs.values())
+
+
+def test_a_publication_with_a_block_adds_its_fig6_after_the_scales_own(tmp_path):
+    config = _default_config()
+    folder = ROOT / config["published"]["folder"]
+    names = [job.name for job in stages.figures(config)]
+    published = published_games(folder)
+    assert ("fig6_paper" in names) == bool(published)
+    if published:
+        assert names.index("fig6_paper") == names.index("fig6") + 1
+    config["published"]["folder"] = str(tmp_path / "paper")
+    (tmp_path / "paper").mkdir()
+    assert "fig6_paper" not in [job.name for job in stages.figures(config)]
 
 
 def test_a_scale_other_than_the_default_reads_its_own_folder():
