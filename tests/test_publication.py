@@ -602,15 +602,38 @@ def test_kept_allocation_reports_name_no_machines_paths():
 
 
 def test_the_failure_paper_scale_md_quotes_is_the_kept_reports():
-    """docs/paper-scale.md's block that does not finish quotes its error from the allocation
-    report it names, as that report holds it."""
+    """docs/paper-scale.md's run that diverges quotes the error it once failed its block with
+    from the allocation report it names, as that report holds it."""
     import re
 
     page = (ROOT / "docs/paper-scale.md").read_text()
-    section = page.split("### A block that does not finish", 1)[1].split("\n## ", 1)[0]
+    section = page.split("### A run that diverges", 1)[1].split("\n## ", 1)[0]
     report = re.search(r"`(bench/cpu/allocations/[^`]+\.json)`", section)[1]
     quoted = re.search(r'"(NashConv is not finite at iteration \d+ for configuration\s+'
                        r"\('neurd', [\d.]+,\s+\d+\))\"", section)[1]
     jobs = json.loads((ROOT / report).read_text())["jobs"]
     logs = " ".join(j.get("log", "") for j in jobs)
     assert " ".join(quoted.split()) in " ".join(logs.split())
+
+
+def test_derive_again_makes_a_stale_derived_table_what_its_blocks_give(tmp_path):
+    """``neurd published-derive``: a publication whose summary was made before a column was
+    added (the manifest matching it) is refused by the content check, and is what its blocks
+    give again once derived again; the blocks are not touched."""
+    folder = tmp_path / "smoke"
+    shutil.copytree(ROOT / "published/smoke", folder)
+    cfg = publication.check(folder)[1]
+    summary = folder / "neural/kuhn/summary.parquet"
+    current = pd.read_parquet(summary)
+    blocks = {p: p.read_bytes() for p in folder.glob("neural/kuhn/blocks/*/*")}
+    meta = read_metadata(summary)
+    write_table(current.drop(columns="diverged_at"), summary,
+                columns={c: d for c, d in meta["columns"].items() if c != "diverged_at"},
+                config=meta["config"], extra={"seeds": meta["seeds"]})
+    _reseal(folder)
+    with pytest.raises(PublicationError, match="summary.parquet is not the table its blocks"):
+        publication.check_content(folder, *publication.check(folder))
+    publication.derive_again(folder, cfg)
+    publication.check_content(folder, *publication.check(folder))
+    pd.testing.assert_frame_equal(pd.read_parquet(summary), current)
+    assert {p: p.read_bytes() for p in folder.glob("neural/kuhn/blocks/*/*")} == blocks

@@ -86,7 +86,8 @@ def reproduce_block(cfg: Mapping, game: str, name: str, batches, curves: pd.Data
             key = (algorithm, float(entropy), int(seed), int(iteration))
             if key in published.index:
                 value, given = float(results["nash_conv"][k, c]), float(published.loc[key])
-                rows.append((name, *key, given, value, abs(value - given)))
+                both = np.isnan(value) and np.isnan(given)  # diverged in both: agreed
+                rows.append((name, *key, given, value, 0.0 if both else abs(value - given)))
     return pd.DataFrame(rows, columns=REPRODUCED_COLUMNS)
 
 

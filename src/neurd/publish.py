@@ -10,6 +10,8 @@ Above the stage registry (:mod:`neurd.stages`): these read whole config files.
   (each a seed block) into its ``published.folder`` (``--init``: an empty publication);
 * ``neurd published-add CONFIGFILE PACK...``: check packed seed blocks (from GPU
   allocations, ``bench/gpu_allocation.py``) and add them;
+* ``neurd published-derive CONFIGFILE``: make every game's derived tables again from its
+  published blocks, after a change to what they hold;
 * ``neurd published-check FOLDER``: check a publication, its content included;
 * ``neurd published-tables``: the checked publication's tables, every game in one of each,
   under ``results/published/<name>/`` (the inputs of ``fig6_<name>``);
@@ -44,6 +46,7 @@ from neurd.publication import (
     PublicationError,
     add_blocks,
     check_content,
+    derive_again,
     fig6_tables,
     init,
     phase_end_nash_conv,
@@ -246,6 +249,11 @@ def _add(args) -> None:
             shutil.rmtree(unpacked, ignore_errors=True)
 
 
+def _derive_again(args) -> None:
+    cfg, folder, _ = _config_and_folder(args)
+    _report(*derive_again(folder, cfg), folder)
+
+
 # an absolute path up to one of the repository's top-level folders (a machine's own path)
 _MACHINE_PREFIX = re.compile(r"(?<![\w.~:/-])/(?:[^\s\"'/]+/)*?(?=(?:results|src|bench|published|"
                              r"workflow|tests)/)")
@@ -410,6 +418,13 @@ def register(sub) -> None:
                    help="start the folder afresh when it holds another config's blocks")
     p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
     p.set_defaults(func=_add)
+
+    p = sub.add_parser("published-derive", help="make every game's derived tables of the "
+                       "config's published.folder again from its blocks, with this code")
+    p.add_argument("configfile", help="the config file of the publication "
+                   "(workflow/config/paper.yaml)")
+    p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
+    p.set_defaults(func=_derive_again)
 
     p = sub.add_parser("published-check", help="check a publication: files, hashes, every "
                        "block's tables, the derived tables recomputed")

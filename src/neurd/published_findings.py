@@ -35,33 +35,59 @@ def _cell(text: str) -> str:
 
 
 def findings(folder: str | Path) -> str:
-    """The section: per game the seeds published, the CPU hours and GPU minutes they took,
-    and every Fig 6 claim judged on them (claim, verdict, what was measured)."""
+    """The section: per game the seeds published, the CPU hours and GPU minutes they took
+    and how many of its runs diverged (where any did), and every Fig 6 claim judged on them
+    (claim, verdict, what was measured)."""
     folder = Path(folder)
     name = f"published/{folder.name}"  # as the workflow names it (published.folder)
     manifest, cfg = check_publication(folder)
     total = int(cfg["seeds"])
     entries = {g: manifest["games"].get(g, {}) for g in cfg["games"]}
-    held = "; ".join(
-        f"{game_title(g)} {len(e.get('seeds', []))} of {total}"
-        + (f" ({e.get('cpu_hours', 0)} CPU hours, {e.get('gpu_minutes', 0)} GPU minutes)"
-           if e.get("seeds") else "") for g, e in entries.items())
-    lines = [_fill(f"Seeds in `{name}` ({int(cfg['phases'])} x {_lengths(cfg)} learning "
-                   f"iterations), per game: {held}."), ""]
     if not any(e.get("seeds") for e in entries.values()):
-        return "\n".join(lines + [_fill(
+        return "\n".join([_seeds_line(name, cfg, entries, {}), "", _fill(
             "No seed is published yet: no Fig 6 claim is judged at the paper's length, and "
             "the Fig 6 findings above are the default scale's alone.")])
     curves = check_content(folder, manifest, cfg)
     tables = fig6_tables(curves, folder, manifest, cfg)
+    diverged = {g: len(fig6.diverged_runs(tables["summary"], g)) for g in entries}
     claims = fig6.claims(tables["nashconv"], tables["nashconv_ci"], tables["summary"],
                          tables["diagnostics"], cfg, name)
-    lines += [_fill(f"Each claim as `fig6_{folder.name}`'s audit judges it, on the seeds "
-                    f"published (a game with fewer than {total} is judged on those alone, and "
-                    "its rows say so):"), "",
-              "| claim | verdict | measured |", "| --- | --- | --- |"]
+    lines = [_seeds_line(name, cfg, entries, diverged), "",
+             _fill(f"Each claim as `fig6_{folder.name}`'s audit judges it, on the seeds "
+                   f"published (a game with fewer than {total} is judged on those alone, and "
+                   f"its rows say so){_diverged_text(diverged)}:"), "",
+             "| claim | verdict | measured |", "| --- | --- | --- |"]
     lines += [f"| {_cell(c.claim)} | {c.verdict} | {_cell(c.measured)} |" for c in claims]
     return "\n".join(lines)
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' * (n != 1)}"
+
+
+def _seeds_line(name: str, cfg, entries, diverged: dict[str, int]) -> str:
+    """The seeds published per game, what they took, and how many of its runs diverged
+    (``diverged``: per game, where any seed is published)."""
+    held = []
+    for game, entry in entries.items():
+        text = f"{game_title(game)} {len(entry.get('seeds', []))} of {int(cfg['seeds'])}"
+        if entry.get("seeds"):
+            lost = diverged.get(game, 0)
+            text += (f" ({entry.get('cpu_hours', 0)} CPU hours, {entry.get('gpu_minutes', 0)} "
+                     f"GPU minutes{f'; {_runs(lost)} diverged' if lost else ''})")
+        held.append(text)
+    return _fill(f"Seeds in `{name}` ({int(cfg['phases'])} x {_lengths(cfg)} learning "
+                 f"iterations), per game: {'; '.join(held)}.")
+
+
+def _diverged_text(diverged: dict[str, int]) -> str:
+    """What the claims make of the runs that diverged ('' where none did)."""
+    lost = sum(diverged.values())
+    if not lost:
+        return ""
+    return (f"; {_runs(lost)} diverged (NashConv not finite from a checkpoint on): the other "
+            "claims are judged without them, and each game's \"every run finishes without "
+            "diverging\" names its own")
 
 
 def _fill(text: str) -> str:

@@ -154,7 +154,12 @@ def refined_optimum(x, y) -> tuple[float, bool]:
 def best_entropies(summary, game: str) -> dict[str, float]:
     """Per algorithm, the entropy level with the lowest mean final NashConv over seeds
     (``summary``: a table of per-run ``game, algorithm, entropy, final_nash_conv``).  Fig 6
-    draws these levels and a publication keeps their policies."""
+    draws these levels and a publication keeps their policies.
+
+    A level with a run that diverged (its final NashConv NaN) has no mean and is never
+    chosen; an algorithm whose every level has one has no best level (it is left out)."""
     rows = summary[summary.game == game]
-    means = rows.groupby(["algorithm", "entropy"]).final_nash_conv.mean()
-    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()}
+    levels = rows.groupby(["algorithm", "entropy"]).final_nash_conv
+    means = levels.mean().where(~levels.apply(lambda v: v.isna().any()))
+    return {a: float(means.loc[a].idxmin()) for a in means.index.get_level_values(0).unique()
+            if means.loc[a].notna().any()}

@@ -10,12 +10,20 @@ average NashConv over all iterations of every run, at every entropy level, as
 box plots per algorithm (all levels pooled, as the paper's), every run a dot
 coloured and placed left to right by its level.
 
+A run that diverged (its NashConv not finite from a checkpoint on: ``summary.diverged_at``;
+a summary without that column is from before it, when no published run diverged) has no
+final or average NashConv: a level with such a run has no mean final NashConv and cannot be
+an algorithm's best (the top panel says which were passed over), and the bottom panels
+leave the run out and say how many they left out.
+
 The paper gives the entropy level no symbol (the regularisation it follows
 calls it eta, which is the step size in Figs 1, 2 and 4b): here it is alpha.
 
 The audit measures the paper's four claims per game, paired by seed where
 seeds are shared, plus whether the entropy grid brackets each algorithm's best
-level and what the exact critic (where it was run) changes.  Every row says
+level, what the exact critic (where it was run) changes, and whether every run
+finished without diverging (the others are measured on the runs that did: a pair
+with a diverged side is left out, and the row says how many were).  Every row says
 what it was measured at, from the tables alone (:func:`scale_label`): "paper
 scale" only where every game of the tables has the paper's 3 x 0.33e6
 iterations and 40 seeds; "paper length, k of 40 seeds" for a game at the
@@ -26,6 +34,7 @@ length and seeds against the paper's, and "provisional".
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 
 import numpy as np
@@ -50,6 +59,8 @@ PAPER_SEEDS = 40
 PANELS = "abcdefghijkl"
 SPREAD = 0.22  # half-width of the dots' spread over a box, in categories (_dots)
 LEVELS_CMAP = "viridis"
+NAMED = 3  # the diverged runs a row names before "and k more"
+TITLE_WIDTH = 52  # characters of a top panel's title line
 
 
 def _games(summary: pd.DataFrame) -> list[str]:
@@ -71,6 +82,44 @@ def _phase_length(nashconv: pd.DataFrame, game: str) -> int:
 def _seeds(nashconv: pd.DataFrame, game: str) -> int:
     """The seeds a game's table holds (a publication may hold fewer than its config's)."""
     return int(nashconv[nashconv.game == game].seed.nunique())
+
+
+def diverged_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
+    """A game's runs that diverged (``diverged_at`` given: the first iteration whose NashConv
+    was not finite), by algorithm, entropy level and seed; none from a summary without the
+    column (a publication from before it: none of its runs diverged)."""
+    rows = summary[summary.game == game]
+    if "diverged_at" not in rows:
+        return rows.iloc[:0]
+    return rows[rows.diverged_at.notna()].sort_values(["algorithm", "entropy", "seed"])
+
+
+def finished_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
+    """A game's runs that did not diverge: those with a final and an average NashConv."""
+    return summary[summary.game == game].drop(diverged_runs(summary, game).index)
+
+
+def _passed_over(summary: pd.DataFrame, game: str, best: Mapping[str, float]) -> str:
+    """What the top panel does not show for diverged runs, in lines as wide as its title's:
+    the levels passed over, and the algorithms left without a best level ('' where no run
+    diverged)."""
+    runs = diverged_runs(summary, game)
+    if runs.empty:
+        return ""
+    parts = [f"{style.LABELS[a]} \N{GREEK SMALL LETTER ALPHA} "
+             + ", ".join(f"{e:g}" for e in sorted(set(runs[runs.algorithm == a].entropy)))
+             + ("" if a in best else " (all: no best)") for a in dict.fromkeys(runs.algorithm)]
+    text = textwrap.fill("passed over (a run diverged): " + "; ".join(parts), TITLE_WIDTH)
+    return text.replace("\N{GREEK SMALL LETTER ALPHA}", r"$\alpha$")
+
+
+def _left_out(runs: pd.DataFrame) -> str:
+    """The bottom panel's note of the diverged ``runs`` it leaves out ('' where none)."""
+    if runs.empty:
+        return ""
+    counts = runs.algorithm.value_counts()
+    return (f"{len(runs)} run{'s' * (len(runs) != 1)} diverged (left out): "
+            + ", ".join(f"{counts[a]} {style.LABELS[a]}" for a in names.LEARNERS if a in counts))
 
 
 def scale_label(nashconv: pd.DataFrame, game: str, scale: str | None) -> tuple[str, bool]:
@@ -136,7 +185,8 @@ def _dots(ax, rows: pd.DataFrame, order: list[str], colours: Mapping[float, tupl
 
 
 def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
-    """Panel (a-c): each algorithm at its best level, mean with a band or every seed."""
+    """Panel (a-c): each algorithm at its best level, mean with a band or every seed; the
+    levels passed over for a diverged run named below the title."""
     best = best_entropies(summary, game)
     seeds = summary[summary.game == game].seed.nunique()
     band = seeds >= style.MIN_CI_SAMPLES
@@ -160,9 +210,10 @@ def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
     level = int(round(100 * float(cfg["bootstrap"]["confidence"])))
     spread = (f"{level}% bootstrap CI" if band else
               f"thin: each seed (< {style.MIN_CI_SAMPLES} seeds: no CI)")
+    passed = _passed_over(summary, game, best)
     ax.set(xlabel="learning iterations (critic updates)", ylabel="NashConv (current policy)",
            title=rf"({panel}) {names.game_title(game)}: best entropy level $\alpha$ per "
-                 f"algorithm,\nmean of {seeds} seeds, {spread}")
+                 f"algorithm,\nmean of {seeds} seeds, {spread}" + (f"\n{passed}" if passed else ""))
     ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
 
 
@@ -179,16 +230,17 @@ def plot(nashconv, ci, summary, cfg, title: str | None = None, scale: str | None
     for col, game in enumerate(games):
         _top(axes[0, col], nashconv, ci, summary, game, PANELS[col], cfg)
         box = axes[1, col]
-        rows = summary[summary.game == game]
+        rows = finished_runs(summary, game)
         order = [a for a in names.LEARNERS if a in set(rows.algorithm)]
         sns.boxplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
                     hue="algorithm", palette=style.PALETTE, legend=False, showfliers=False,
                     width=0.5, boxprops={"alpha": 0.45})
         _dots(box, rows, order, colours)
         box.set_xticks(range(len(order)), [style.LABELS[a] for a in order])
-        box.set(xlabel="", ylabel="average NashConv over all iterations",
+        box.set(xlabel=_left_out(diverged_runs(summary, game)),
+                ylabel="average NashConv over all iterations",
                 title=f"({PANELS[len(games) + col]}) {names.game_title(game)}: every run at "
-                      f"{rows.entropy.nunique()} entropy levels")
+                      f"{summary[summary.game == game].entropy.nunique()} entropy levels")
     handles = [Line2D([], [], marker="o", linestyle="none", markerfacecolor=c,
                       markeredgecolor="black", markeredgewidth=0.3, markersize=6,
                       label=f"{level:g}") for level, c in colours.items()]
@@ -221,6 +273,20 @@ def _runs(nashconv, game, algorithm, entropy):
     return {seed: run for seed, run in rows.groupby("seed")}
 
 
+def _without_best(best: Mapping[str, float], claim: str, paper_says: str, criterion: str,
+                  note: str) -> Claim | None:
+    """A claim at the best levels, unmeasured where an algorithm has no best level (a run
+    diverged at every level), the row saying so; None where both have one."""
+    missing = [style.LABELS[a] for a in (NEURD, SPG) if a not in best]
+    if not missing:
+        return None
+    return Claim(FIGURE, claim, paper_says,
+                 note + f"unmeasured: no best level for {' and '.join(missing)} (a run "
+                 "diverged at every level)", criterion,
+                 (Check("best entropy levels (none: a run diverged at every level)", math.nan,
+                        ">=", 1),))
+
+
 def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
     """The verdict: in every phase after a negation NeuRD's median time to the level is
     below SPG's (a check per phase on the difference of the medians: equal medians a tie,
@@ -228,6 +294,14 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
     mean over those phases of (NeuRD's median time - SPG's) / the phase's length, a run
     that never reaches the level counted as taking the whole phase (-1: NeuRD there at
     once and SPG never; 0: level; NaN without a phase after a negation)."""
+    claim = f"{game}: NeuRD converges faster after each negation"
+    paper_says = "'NeuRD converges faster than SPG in all three domains'"
+    criterion = ("in every phase after a negation NeuRD's median time to the level is below "
+                 "SPG's (a run that never reaches it takes inf); equal medians: tie; neither "
+                 "median reached (inf - inf): unmeasured")
+    unranked = _without_best(best, claim, paper_says, criterion, note)
+    if unranked is not None:
+        return unranked
     phases = sorted(nashconv[nashconv.game == game].phase.unique())
     runs = {a: _runs(nashconv, game, a, best[a]) for a in (NEURD, SPG)}
     seeds = sorted(set(runs[NEURD]) & set(runs[SPG]))
@@ -254,32 +328,34 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
         checks.append(Check("phases after a negation (none: nothing to measure)", math.nan,
                             ">=", 1))
     return Claim(
-        FIGURE, f"{game}: NeuRD converges faster after each negation",
-        "'NeuRD converges faster than SPG in all three domains'",
+        FIGURE, claim, paper_says,
         note + "; ".join(parts) + f" (level: {fmt(cfg['audit_fraction'])} x the uniform "
         "policy's NashConv in the phase's game; inf: not reached; best entropy level alpha "
-        "per algorithm)",
-        "in every phase after a negation NeuRD's median time to the level is below SPG's "
-        "(a run that never reaches it takes inf); equal medians: tie; neither median "
-        "reached (inf - inf): unmeasured",
-        tuple(checks), "fail", float(np.mean(gaps)) if gaps else np.nan)
+        "per algorithm)", criterion, tuple(checks), "fail",
+        float(np.mean(gaps)) if gaps else np.nan)
 
 
-def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str
+def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str, unit: str
            ) -> tuple[str, Check, float]:
     """``(measured text, check, mean difference)`` of "NeuRD below SPG" from values paired
-    by index (seeds, or (entropy, seed)): the bootstrap CI of the mean paired difference
-    NeuRD - SPG (shared seeds start from the same weights), a tie where it covers 0.
-    Fewer than ``style.MIN_CI_SAMPLES`` pairs give no confidence interval (the percentile
-    bootstrap covers far less than its nominal level): the check has nothing to judge by
-    (NaN: ``unmeasured``), and the text says why."""
+    by index (seeds, or (entropy, seed): the ``unit`` the text counts in): the bootstrap CI
+    of the mean paired difference NeuRD - SPG (shared seeds start from the same weights), a
+    tie where it covers 0.  A pair with a side without a value (NaN: its run diverged) is
+    left out, and the text says how many were.  Fewer than ``style.MIN_CI_SAMPLES`` pairs
+    give no confidence interval (the percentile bootstrap covers far less than its nominal
+    level): the check has nothing to judge by (NaN: ``unmeasured``), and the text says
+    why."""
 
     both = neurd.index.intersection(spg.index)
     a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()
-    lower = f"NeuRD lower in {int(np.sum(a < b))} of {len(both)}"
-    if len(both) < style.MIN_CI_SAMPLES:  # no confidence interval: nothing to judge by
-        mean = float(np.mean(a - b)) if len(both) else math.nan
-        text = (f"paired difference NeuRD - SPG {fmt(mean)}; unmeasured: {len(both)} pairs are "
+    kept = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[kept], b[kept]
+    lower = f"NeuRD lower in {int(np.sum(a < b))} of {len(a)} {unit}" + (
+        f"; left out: {len(both) - len(a)} of the {len(both)} {unit}, where a run diverged"
+        if len(a) < len(both) else "")
+    if len(a) < style.MIN_CI_SAMPLES:  # no confidence interval: nothing to judge by
+        mean = float(np.mean(a - b)) if len(a) else math.nan
+        text = (f"paired difference NeuRD - SPG {fmt(mean)}; unmeasured: {len(a)} pairs are "
                 f"too few for a confidence interval (< {style.MIN_CI_SAMPLES}); {lower}")
         return text, paired_check(statistic, math.nan, math.nan), mean
     boot = cfg["bootstrap"]
@@ -297,46 +373,55 @@ PAIRED_CRITERION = ("the bootstrap confidence interval of the mean paired differ
 
 
 def _final_claim(game, summary, best, note, cfg) -> Claim:
+    claim = f"{game}: NeuRD ends with the lowest final NashConv"
+    paper_says = "'NeuRD ... yields the lowest final NashConv'"
+    unranked = _without_best(best, claim, paper_says, PAIRED_CRITERION, note)
+    if unranked is not None:
+        return unranked
     rows = summary[summary.game == game]
     final = {a: rows[(rows.algorithm == a) & (rows.entropy == best[a])]
              .set_index("seed").final_nash_conv for a in (NEURD, SPG)}
     means = {a: float(f.mean()) for a, f in final.items()}
     text, check, difference = paired(final[NEURD], final[SPG], cfg, "bootstrap interval of "
                                      "the mean paired difference NeuRD - SPG of the final "
-                                     "NashConv")
+                                     "NashConv", "seeds")
     return Claim(
-        FIGURE, f"{game}: NeuRD ends with the lowest final NashConv",
-        "'NeuRD ... yields the lowest final NashConv'",
+        FIGURE, claim, paper_says,
         note + f"final NashConv (mean of the last checkpoints) at the best entropy level: "
         f"NeuRD {fmt(means[NEURD])} (alpha {fmt(best[NEURD])}), SPG {fmt(means[SPG])} (alpha "
-        f"{fmt(best[SPG])}); {text} seeds", PAIRED_CRITERION, (check,), "fail", difference)
+        f"{fmt(best[SPG])}); {text}", PAIRED_CRITERION, (check,), "fail", difference)
 
 
 def _average_claim(game, summary, note, cfg) -> Claim:
+    """The means: over the runs that did not diverge; the pairs: every (entropy, seed) of
+    the table, a diverged run's (no average) left out by :func:`paired`, which says so."""
     rows = summary[summary.game == game]
-    wide = rows.pivot_table(index=["entropy", "seed"], columns="algorithm",
-                            values="average_nash_conv")
+    wide = rows.set_index(["entropy", "seed", "algorithm"]).average_nash_conv.unstack()
     means = {a: float(wide[a].mean()) for a in (NEURD, SPG)}
     text, check, difference = paired(wide[NEURD], wide[SPG], cfg, "bootstrap interval of "
                                      "the mean paired difference NeuRD - SPG of the average "
-                                     "NashConv")
+                                     "NashConv", "(entropy, seed) pairs")
     return Claim(
         FIGURE, f"{game}: NeuRD's average NashConv over all iterations is lower",
         "'NeuRD consistently has lower average NashConv'",
         note + f"average NashConv over every entropy level and seed: NeuRD {fmt(means[NEURD])}, "
-        f"SPG {fmt(means[SPG])}; {text} (entropy, seed) pairs", PAIRED_CRITERION, (check,),
-        "fail", difference)
+        f"SPG {fmt(means[SPG])}; {text}", PAIRED_CRITERION, (check,), "fail", difference)
 
 
 def _sensitivity_claim(game, summary, note) -> Claim:
+    """The means: over each level's runs that did not diverge (a level with none has no
+    mean, and no part in the spread); the row says how many runs were left out."""
     rows = summary[summary.game == game]
     by_level = rows.groupby(["algorithm", "entropy"]).average_nash_conv.mean()
     spread = {a: float(by_level.loc[a].max() - by_level.loc[a].min()) for a in (NEURD, SPG)}
+    diverged = len(diverged_runs(summary, game))
     return Claim(
         FIGURE, f"{game}: NeuRD is less sensitive to the entropy level",
         "'NeuRD ... is less sensitive to the entropy regularization level, in contrast to PG'",
         note + f"spread (max - min over {rows.entropy.nunique()} levels) of the mean average "
-        f"NashConv: NeuRD {fmt(spread[NEURD])}, SPG {fmt(spread[SPG])}",
+        f"NashConv: NeuRD {fmt(spread[NEURD])}, SPG {fmt(spread[SPG])}"
+        + (f"; the means leave out {diverged} diverged run{'s' * (diverged != 1)}"
+           if diverged else ""),
         "NeuRD's spread below SPG's",
         (Check("NeuRD's spread (threshold: SPG's)", spread[NEURD], "<", spread[SPG]),), "fail",
         spread[NEURD] - spread[SPG])
@@ -345,28 +430,40 @@ def _sensitivity_claim(game, summary, note) -> Claim:
 def grid_margin(summary: pd.DataFrame, game: str, algorithm: str) -> float:
     """How clearly the entropy grid brackets ``algorithm``'s best level in ``game``: the
     lower of the mean final NashConv at the grid's two ends minus the lowest at a level
-    strictly inside it (means over seeds, as :func:`best_entropies`).  Positive: an inside
-    level beats both ends by that much (the best lies inside); negative: an end beats every
-    inside level by that much (the best lies on it); near 0: the ends and the best inside
-    level are alike, and seed noise can move the best across the grid's end.  NaN for a
-    grid of fewer than 3 levels (nothing inside)."""
+    strictly inside it (means over seeds, as :func:`best_entropies`: a level with a
+    diverged run has none, and is left out of both).  Positive: an inside level beats both
+    ends by that much (the best lies inside); negative: an end beats every inside level by
+    that much (the best lies on it); near 0: the ends and the best inside level are alike,
+    and seed noise can move the best across the grid's end.  NaN for a grid of fewer than
+    3 levels (nothing inside), or with no end or no inside level that has a mean."""
     rows = summary[(summary.game == game) & (summary.algorithm == algorithm)]
-    means = rows.groupby("entropy").final_nash_conv.mean().sort_index()
-    if len(means) < 3:
+    grid = np.sort(rows.entropy.unique())
+    if len(grid) < 3:
         return np.nan
-    return float(min(means.iloc[0], means.iloc[-1]) - means.iloc[1:-1].min())
+    levels = rows.groupby("entropy").final_nash_conv
+    means = levels.mean().where(levels.count() == levels.size())  # NaN: a run diverged
+    ends, inside = means.reindex(grid[[0, -1]]).dropna(), means.reindex(grid[1:-1]).dropna()
+    if ends.empty or inside.empty:
+        return np.nan
+    return float(ends.min() - inside.min())
 
 
 def _grid_claim(game, summary, best, note) -> Claim:
     """The verdict: every algorithm's best level lies strictly inside the grid.  The
     value, continuous: the smallest :func:`grid_margin` over the algorithms (in NashConv,
     positive where every best level lies inside), rather than a count of them: it says
-    how far the bracketing is from flipping."""
+    how far the bracketing is from flipping.  An algorithm with a diverged run at every
+    level has no best level: nothing to locate (unmeasured)."""
     levels = sorted(summary[summary.game == game].entropy.unique())
+    algorithms = sorted(set(summary[summary.game == game].algorithm))
     checks = [Check(f"{style.LABELS[a]}'s best level (threshold: the grid's {end})", e, op,
                     bound)
               for a, e in best.items()
               for end, op, bound in (("lowest", ">", levels[0]), ("highest", "<", levels[-1]))]
+    checks += [Check(f"{style.LABELS[a]}'s best level (none: a run diverged at every level)",
+                     math.nan, ">", levels[0]) for a in algorithms if a not in best]
+    found = [f"{style.LABELS[a]} {fmt(best[a])}" if a in best else
+             f"{style.LABELS[a]} none (a run diverged at every level)" for a in algorithms]
     reason = ""
     if len(levels) < 3:  # no level inside the grid: a best level cannot lie inside it
         checks = [Check("levels strictly inside the grid (none)", math.nan, ">=", 1)]
@@ -376,11 +473,11 @@ def _grid_claim(game, summary, best, note) -> Claim:
         FIGURE, f"{game}: the entropy grid brackets each algorithm's best level",
         "the paper sweeps entropy levels and shows the best per algorithm (levels not stated)",
         note + f"grid {[fmt(x) for x in levels]}; best by final NashConv: "
-        + ", ".join(f"{style.LABELS[a]} {fmt(e)}" for a, e in best.items()) + reason,
+        + ", ".join(found) + reason,
         "every algorithm's best level lies strictly inside the grid (a grid of fewer than 3 "
         "levels has no inside: unmeasured)",
         tuple(checks), "fail",
-        float(np.min([grid_margin(summary, game, a) for a in best])))
+        float(np.min([grid_margin(summary, game, a) for a in algorithms])))
 
 
 def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
@@ -395,7 +492,8 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
     text, check, difference = paired(runs[runs.algorithm == NEURD].nash_conv,
                                      runs[runs.algorithm == SPG].nash_conv, cfg,
                                      "bootstrap interval of the mean paired difference "
-                                     "NeuRD - SPG of the final NashConv, exact critic")
+                                     "NeuRD - SPG of the final NashConv, exact critic",
+                                     "(entropy, seed) pairs")
     exact = {a: float(final.loc[("exact", a)]) for a in (NEURD, SPG)}
     learned = {a: float(final.loc[("learned", a)]) for a in (NEURD, SPG)}
     return Claim(
@@ -404,8 +502,27 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
         note + "final NashConv, mean over seeds and entropy levels: exact critic NeuRD "
         f"{fmt(exact[NEURD])}, SPG {fmt(exact[SPG])}; learned critic NeuRD "
         f"{fmt(learned[NEURD])}, SPG {fmt(learned[SPG])}; learned critic's final RMS error "
-        f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}; exact critic: {text} "
-        "(entropy, seed) pairs", PAIRED_CRITERION, (check,), "fail", difference)
+        f"NeuRD {fmt(float(rmse[NEURD]))}, SPG {fmt(float(rmse[SPG]))}; exact critic: {text}",
+        PAIRED_CRITERION, (check,), "fail", difference)
+
+
+def _diverged_claim(game, summary, note) -> Claim:
+    """The verdict: no run of the game diverged (the paper's curves all reach their end).
+    The value: how many runs diverged; the row names the first :data:`NAMED` of them."""
+    runs = diverged_runs(summary, game)
+    total = int((summary.game == game).sum())
+    named = [f"{style.LABELS[r.algorithm]} alpha {fmt(r.entropy)} seed {r.seed} at iteration "
+             f"{int(r.diverged_at)}" for r in runs.head(NAMED).itertuples()]
+    more = f"; and {len(runs) - NAMED} more" if len(runs) > NAMED else ""
+    measured = f"none of the {total} runs diverged"
+    if len(runs):
+        measured = (f"{len(runs)} of {total} runs diverged (NashConv not finite from there on, "
+                    "left out of the other rows): " + "; ".join(named) + more)
+    return Claim(
+        FIGURE, f"{game}: every run finishes without diverging",
+        "the paper's curves reach the end of every run (none diverges)",
+        note + measured, "no run's NashConv stops being finite (its network's weights blow up)",
+        (Check("runs diverged", len(runs), "==", 0),), "fail", float(len(runs)))
 
 
 def claims(nashconv, ci, summary, diagnostics, cfg, scale: str | None = None) -> list[Claim]:
@@ -425,6 +542,7 @@ def claims(nashconv, ci, summary, diagnostics, cfg, scale: str | None = None) ->
         exact = _exact_critic_claim(game, diagnostics, note, cfg)
         if exact is not None:
             rows.append(exact)
+        rows.append(_diverged_claim(game, summary, note))
     return rows
 
 

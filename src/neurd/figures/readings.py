@@ -35,8 +35,9 @@ GRID_COLUMNS = {
              "the level - SPG's) / the phase's length, a run that never reaches it counted "
              "as the phase's length (faster; negative: NeuRD first); the smallest over the "
              "algorithms of the lower mean final NashConv at the grid's two ends minus the "
-             "lowest at a level inside it (grid; positive: every best level inside); NaN "
-             "where nothing is measured (no phase after a negation, fewer than 3 levels)",
+             "lowest at a level inside it (grid; positive: every best level inside); the "
+             "runs that diverged (diverging); NaN where nothing is measured (no phase after "
+             "a negation, fewer than 3 levels)",
     "measured": "the audit's measured text",
 }
 OTHER_COLUMNS = {

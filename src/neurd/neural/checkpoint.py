@@ -384,13 +384,14 @@ def check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, conf
     ``iterations``/``phases``.
 
     The per-checkpoint arrays are float64 ``[K, C]``: finite in the rows measured
-    (``row < next_row``; ``run`` stops at a non-finite NashConv), NaN in the
-    others, in every row for the exact critic's error, and at iteration 0 for
-    ``blocked`` and ``critic_loss``; ``phase_tables`` is float32 ``[P, C, L]``,
-    finite, one per phase ended before ``next_row``; ``logits`` is float64
-    ``[K, len(plan.logged), L]``, finite in the rows measured and NaN in the
-    others; each piece a record with the keys ``run`` writes (the pipeline
-    reads them).
+    (``row < next_row``) while the configuration lives, NaN in the others, in every row for
+    the exact critic's error, and at iteration 0 for ``blocked`` and ``critic_loss``; a
+    configuration that diverged (``run`` records it so) is NaN in every array from the
+    first row its NashConv is NaN; ``phase_tables`` is float32 ``[P, C, L]``, one per phase
+    ended before ``next_row``, finite where the configuration lived at the phase's end and
+    NaN where not; ``logits`` is float64 ``[K, len(plan.logged), L]``, finite in the rows
+    measured while the configuration lived and NaN in the others; each piece a record with
+    the keys ``run`` writes (the pipeline reads them).
     """
     rows = len(iterations)
     if not 0 <= next_row <= rows:
@@ -401,31 +402,52 @@ def check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, conf
         raise _Unfit(f"meta.json: the results are {sorted(results)}, the job's are "
                      f"{sorted(names)}")
     measured = np.arange(rows) < next_row
+    nash_conv = results["nash_conv"]
+    if nash_conv.shape == (rows, configs):  # the first row each configuration is NaN in
+        lost = np.isnan(nash_conv) & measured[:, None]
+        first = np.where(lost.any(axis=0), np.argmax(lost, axis=0), rows)
+    else:
+        first = np.full(configs, rows)
+    lives = measured[:, None] & (np.arange(rows)[:, None] < first[None, :])  # [K, C]
+    entropy = results.get("policy_entropy")  # measured in every row while a configuration lives
+    if (isinstance(entropy, np.ndarray) and entropy.shape == (rows, configs)
+            and np.any(np.isfinite(entropy[measured[:, None] & ~lives]))):
+        raise _Unfit("holds NaN where the configuration's other measurements hold values (a "
+                     "configuration that diverged is NaN in every one)", "result_nash_conv")
     for name in MEASURED:
         value, array = results[name], f"result_{name}"
         if value.dtype != np.float64 or value.shape != (rows, configs):
             raise _Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
                          f"float64{[rows, configs]}", array)
-        written = measured & (iterations > 0 if name in ("blocked", "critic_loss") else True)
-        if name == "critic_rmse" and plan.spec.critic == "exact":
-            written = np.zeros(rows, bool)
+        if name in ("blocked", "critic_loss"):
+            written = lives & (iterations > 0)[:, None]
+        elif name == "critic_rmse" and plan.spec.critic == "exact":
+            written = np.zeros_like(lives)
+        else:
+            written = lives
         if not np.all(np.isfinite(value[written])):
-            raise _Unfit("holds non-finite values in rows the job has measured", array)
+            raise _Unfit("holds non-finite values in rows the job has measured (of a "
+                         "configuration that had not diverged)", array)
         if not np.all(np.isnan(value[~written])):
             raise _Unfit("holds values where the job has written none", array)
-    ended = int(np.sum(measured & (iterations == phases * plan.phase_iterations)))
+    ends = np.flatnonzero(measured & (iterations == phases * plan.phase_iterations))
     tables = results["phase_tables"]
-    if tables.dtype != np.float32 or tables.shape != (ended, configs, legal_count):
+    if tables.dtype != np.float32 or tables.shape != (len(ends), configs, legal_count):
         raise _Unfit(f"is {tables.dtype}{list(tables.shape)}, the job's is "
-                     f"float32{[ended, configs, legal_count]}", "result_phase_tables")
-    if not np.all(np.isfinite(tables)):
-        raise _Unfit("holds non-finite values", "result_phase_tables")
+                     f"float32{[len(ends), configs, legal_count]}", "result_phase_tables")
+    kept = lives[ends][:, :, None]  # [P, C, 1]: the configuration lived at the phase's end
+    if not (np.all(np.isfinite(tables[np.broadcast_to(kept, tables.shape)]))
+            and np.all(np.isnan(tables[~np.broadcast_to(kept, tables.shape)]))):
+        raise _Unfit("is not finite exactly where a configuration lived at a phase's end",
+                     "result_phase_tables")
     logits, shape = results["logits"], (rows, len(plan.logged), legal_count)
     if logits.dtype != np.float64 or logits.shape != shape:
         raise _Unfit(f"is {logits.dtype}{list(logits.shape)}, the job's is "
                      f"float64{list(shape)}", "result_logits")
-    if not (np.all(np.isfinite(logits[measured])) and np.all(np.isnan(logits[~measured]))):
-        raise _Unfit("is not finite exactly in the rows the job has measured", "result_logits")
+    logged = np.broadcast_to(lives[:, np.asarray(plan.logged, np.int64)][:, :, None], shape)
+    if not (np.all(np.isfinite(logits[logged])) and np.all(np.isnan(logits[~logged]))):
+        raise _Unfit("is not finite exactly in the rows the job has measured (while the "
+                     "configuration had not diverged)", "result_logits")
     reached = 0
     for i, piece in enumerate(pieces):
         missing = [k for k in PIECE_KEYS if k not in piece]

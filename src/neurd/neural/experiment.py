@@ -143,11 +143,64 @@ def _advance(job: _Job, states: list, done: int, target: int, sign: float) -> li
     return states
 
 
-def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float) -> None:
+def diverged(results: dict, rows: int) -> np.ndarray:
+    """``[C]``: the configurations that have diverged in the first ``rows`` measured rows
+    (their NashConv is NaN there: :func:`_measure_row` writes every measurement of a
+    diverged configuration NaN from the row it diverged at)."""
+    return np.any(np.isnan(results["nash_conv"][:rows]), axis=0)
+
+
+def _per_configuration(states: list, algorithms, fn) -> np.ndarray:
+    """``[C]``: ``fn(state)`` (one value per configuration of a batch's state), in the plan's
+    configuration order."""
+    return _stack([{a: fn(s) for a, s in st.items()} for st in states], algorithms)
+
+
+def _finite_states(states: list, algorithms) -> np.ndarray:
+    """``[C]``: whether every float of a configuration's learner state is finite."""
+    def finite(state):  # reduced where the state lives: [N] booleans cross to the host
+        leaves = [jnp.isfinite(x.reshape(len(x), -1)).all(axis=1)
+                  for x in jax.tree_util.tree_leaves(state)
+                  if jnp.issubdtype(x.dtype, jnp.inexact)]
+        return np.asarray(jnp.all(jnp.stack(leaves), axis=0))
+    return _per_configuration(states, algorithms, finite)
+
+
+def _zero_diverged(states: list, algorithms, gone: np.ndarray) -> list:
+    """The learner states with every float of the configurations ``gone`` (``[C]``) set to 0:
+    a diverged configuration computes on in its batch (the batch is one program), from zeros
+    rather than from infinities, and nothing of it is measured again."""
+    if not gone.any():
+        return states
+    sizes = [len(st[algorithms[0]].updates) for st in states]
+    offsets = np.cumsum([0, *sizes])
+    out = [dict(st) for st in states]
+    for k, algorithm in enumerate(algorithms):
+        base = k * offsets[-1]
+        for b, st in enumerate(states):
+            mask = gone[base + offsets[b]:base + offsets[b + 1]]
+            if not mask.any():
+                continue
+            keep = jnp.asarray(~mask)
+            out[b][algorithm] = jax.tree_util.tree_map(
+                lambda x, keep=keep: jnp.where(keep.reshape((-1,) + (1,) * (x.ndim - 1)), x,
+                                               jnp.zeros_like(x))
+                if jnp.issubdtype(x.dtype, jnp.inexact) else x, st[algorithm])
+    return out
+
+
+def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float,
+                 gone: np.ndarray | None = None) -> np.ndarray:
     """Write checkpoint row ``row`` of ``results`` from the learner states: the exact
     measurement, the logged logits, the threshold and critic counters, the tables at a
-    phase's end; raise :class:`FloatingPointError` at a NashConv that is not finite."""
+    phase's end.  Return ``[C]``: the configurations diverged at or before this row.
+
+    A configuration **diverges** where its NashConv is not finite or its learner state holds
+    a float that is not: from that row on every measurement of it (and its logged logits and
+    phase-end tables) is NaN, and it is never measured again; ``gone`` (``[C]``, default
+    none): the configurations diverged before this row."""
     plan, spec = job.plan, job.plan.spec
+    gone = np.zeros(job.configs, bool) if gone is None else np.asarray(gone, bool)
     target, phase = int(job.iterations[row]), int(job.phases[row])
     critics = _stack([train.critic_tables(spec, job.game, st) for st in states], spec.algorithms)
     tables = _field(states, "table", spec.algorithms)
@@ -169,13 +222,17 @@ def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float) 
         results["blocked"][row] = _field(states, "blocked", spec.algorithms) / updates
         results["critic_loss"][row] = (_field(states, "critic_loss", spec.algorithms)
                                        / (updates * spec.critic_updates))
+    gone = gone | ~np.isfinite(results["nash_conv"][row]) | ~_finite_states(
+        states, spec.algorithms)
+    for name in MEASURED:
+        results[name][row, gone] = np.nan
+    if plan.logged:
+        results["logits"][row, gone[np.asarray(plan.logged, np.int64)]] = np.nan
     if target == phase * plan.phase_iterations:
-        results["phase_tables"] = np.concatenate(
-            [results["phase_tables"], tables[None][:, :, job.legal]])
-    if not np.all(np.isfinite(results["nash_conv"][row])):
-        bad = int(np.flatnonzero(~np.isfinite(results["nash_conv"][row]))[0])
-        raise FloatingPointError(f"NashConv is not finite at iteration {target} for "
-                                 f"configuration {plan.configurations[bad]}")
+        ended = np.asarray(tables[None][:, :, job.legal], np.float32)
+        ended[:, gone] = np.nan
+        results["phase_tables"] = np.concatenate([results["phase_tables"], ended])
+    return gone
 
 
 def _progress_text(algorithms, phase: int, target: int, nash_conv: np.ndarray,
@@ -184,10 +241,16 @@ def _progress_text(algorithms, phase: int, target: int, nash_conv: np.ndarray,
     of pushes its threshold blocked)."""
     groups = len(algorithms)
     per_algorithm = zip(algorithms, np.split(nash_conv, groups), np.split(blocked, groups))
+
+    def values(v: np.ndarray) -> str:
+        lived, lost = v[np.isfinite(v)], int(np.sum(~np.isfinite(v)))
+        text = f"{lived.min():.3g}..{lived.max():.3g}" if lived.size else "none"
+        return text + (f" ({lost} diverged)" if lost else "")
+
     return f"phase {phase}, NashConv " + "; ".join(
-        f"{a} {np.nanmin(v):.3g}..{np.nanmax(v):.3g}"
-        + (f" (threshold blocked {100 * np.mean(b):.0f}% of pushes)"
-           if a == NEURD and target > 0 else "")
+        f"{a} {values(v)}"
+        + (f" (threshold blocked {100 * np.nanmean(b):.0f}% of pushes)"
+           if a == NEURD and target > 0 and np.isfinite(b).any() else "")
         for a, v, b in per_algorithm)
 
 
@@ -270,6 +333,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     if restored is not None:
         states, first_row, results, pieces = restored
     done = int(job.iterations[first_row - 1]) if first_row else 0
+    gone = diverged(results, first_row)
     piece = {**device_description(), "revision": revision, "variant": variant,
              "first_iteration": done, "iterations": 0, "seconds": 0.0,
              "configuration_iterations_per_second": None}
@@ -298,7 +362,13 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
                 _check_pace(max_seconds, time.monotonic() - started, seconds_per_iteration,
                             int(job.iterations[-1]) - target)
             done = target
-        _measure_row(job, states, results, row, sign)
+        now = _measure_row(job, states, results, row, sign, gone)
+        for c in np.flatnonzero(now & ~gone):
+            progress.log.warning("neural %s: configuration %s diverged at iteration %d "
+                                 "(recorded NaN from here on)", plan.game,
+                                 plan.configurations[c], target)
+        gone = now
+        states = _zero_diverged(states, plan.spec.algorithms, gone)
         progress.update(target, _progress_text(plan.spec.algorithms, phase, target,
                                                results["nash_conv"][row], results["blocked"][row]))
         if (checkpoint_path is not None and row < len(job.iterations) - 1
@@ -327,21 +397,27 @@ def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, f
         return info  # nothing measured yet: nothing to hold against
     job, _, scratch = _setup(compiled, plan)
     spec, row = plan.spec, info["next_row"] - 1
-    for batch, per_algorithm in enumerate(states):
-        for algorithm, state in per_algorithm.items():
-            given = jax.vmap(partial(train.policy_table, spec, job.game))(state.policy)
-            gap = float(jnp.max(jnp.abs(given - state.table)))
-            if not gap <= TABLE_TOLERANCE:
-                raise StateError(f"{folder}: batch {batch}'s {algorithm} policy tables are not "
-                                 f"what its weights give (they differ by {gap:.3g})")
+    gone = diverged(results, row + 1)  # diverged configurations: zeros, measured no more
+
+    def table_gaps(state):
+        given = jax.vmap(partial(train.policy_table, spec, job.game))(state.policy)
+        return np.asarray(jnp.max(jnp.abs(given - state.table).reshape(len(given), -1), axis=1))
+
+    gaps = np.where(gone, 0.0, _per_configuration(states, spec.algorithms, table_gaps))
+    if not np.all(gaps <= TABLE_TOLERANCE):
+        worst = int(np.argmax(np.where(np.isnan(gaps), np.inf, gaps)))
+        raise StateError(f"{folder}: configuration {plan.configurations[worst]}'s policy table "
+                         f"is not what its weights give (they differ by {gaps[worst]:.3g})")
     spacing = int(job.iterations[row]) - (int(job.iterations[row - 1]) if row else 0)
-    updates = _field(states, "updates", spec.algorithms)
+    updates = _field(states, "updates", spec.algorithms)[~gone]
     if row and not np.all(updates == spacing // spec.critic_updates):
         raise StateError(f"{folder}: its learners made {int(updates.max())} policy updates in "
                          f"the last segment, row {row}'s spacing gives "
                          f"{spacing // spec.critic_updates}")
-    _measure_row(job, states, scratch, row, 1.0 if int(job.phases[row]) % 2 == 1 else -1.0)
-    gap = float(np.max(np.abs(scratch["nash_conv"][row] - results["nash_conv"][row])))
+    _measure_row(job, states, scratch, row, 1.0 if int(job.phases[row]) % 2 == 1 else -1.0,
+                 gone)
+    gap = float(np.max(np.abs(scratch["nash_conv"][row] - results["nash_conv"][row])[~gone],
+                       initial=0.0))
     if not gap <= NASH_CONV_TOLERANCE:
         raise StateError(f"{folder}: row {row}'s NashConv is not what its policy tables give "
                          f"(they differ by {gap:.3g})")
@@ -374,12 +450,13 @@ def replay(compiled: CompiledGame, plan: Plan, rows: int) -> np.ndarray:
     job, states, results = _setup(compiled, plan)
     if not 0 < rows <= len(job.iterations):
         raise ValueError(f"rows must be in 1..{len(job.iterations)}, got {rows}")
-    done = 0
+    done, gone = 0, np.zeros(job.configs, bool)
     for row in range(rows):
         target, phase = int(job.iterations[row]), int(job.phases[row])
         sign = 1.0 if phase % 2 == 1 else -1.0
         if target > done:
             states = _advance(job, states, done, target, sign)
             done = target
-        _measure_row(job, states, results, row, sign)
+        gone = _measure_row(job, states, results, row, sign, gone)
+        states = _zero_diverged(states, job.plan.spec.algorithms, gone)
     return results["nash_conv"][:rows]

@@ -35,7 +35,8 @@ _POINT_DOCS = {
 NASHCONV_COLUMNS = {
     **_RUN_DOCS, **_POINT_DOCS,
     "nash_conv": "exact NashConv of the current network policy in the phase's (unregularised) "
-                 "game, computed by the engine in float64",
+                 "game, computed by the engine in float64; NaN from the checkpoint a run "
+                 "diverged at on (summary.diverged_at)",
     "policy_updates": "policy updates done (iteration / critic updates per policy update)",
     "trajectories": "episodes sampled so far (critic and policy batches)",
 }
@@ -68,16 +69,21 @@ POLICY_COLUMNS = {
 }
 SUMMARY_COLUMNS = {
     **_RUN_DOCS,
-    "final_nash_conv": "mean NashConv over the last neural.final_checkpoints checkpoints",
+    "final_nash_conv": "mean NashConv over the last neural.final_checkpoints checkpoints (NaN "
+                       "for a run that diverged)",
     "average_nash_conv": "area under the NashConv curve over all iterations divided by its "
-                         "length (trapezoids within each phase): Fig 6 (d-f)",
+                         "length (trapezoids within each phase): Fig 6 (d-f); NaN for a run "
+                         "that diverged",
+    "diverged_at": "the first checkpoint's iteration at which the run had diverged (its "
+                   "NashConv or a float of its learner's state was not finite; every "
+                   "measurement of it is NaN from there on); null for a run that did not",
 }
 CI_COLUMNS = {
     "game": _RUN_DOCS["game"], "algorithm": _RUN_DOCS["algorithm"],
     "entropy": _RUN_DOCS["entropy"], **_POINT_DOCS,
-    "mean": "mean NashConv over seeds",
+    "mean": "mean NashConv over seeds (NaN where a seed has diverged)",
     "ci_low": "lower end of the bootstrap confidence interval of the mean (over seeds; NaN "
-              "with one seed)",
+              "with one seed or where a seed has diverged)",
     "ci_high": "upper end of the bootstrap confidence interval of the mean (over seeds; NaN "
                "with one seed)",
     "uniform_nash_conv": "NashConv of the uniform policy in the phase's game (the audit's "
@@ -215,15 +221,20 @@ def average_nash_conv(iteration: np.ndarray, phase: np.ndarray, nash_conv: np.nd
 
 
 def summary_table(cfg: Mapping, nashconv: pd.DataFrame) -> pd.DataFrame:
-    """Per run: final NashConv (mean of the last checkpoints) and average NashConv."""
+    """Per run: final NashConv (mean of the last checkpoints), average NashConv, and where
+    it diverged (NaN, NaN and the iteration for a run that did)."""
     last = int(cfg["final_checkpoints"])
     rows = []
     for key, run in nashconv.groupby(["game", "algorithm", "entropy", "seed"], sort=True):
         run = run.sort_values(["iteration", "phase"])
-        rows.append((*key, float(run.nash_conv.iloc[-last:].mean()),
+        lost = run.nash_conv.isna().to_numpy()
+        rows.append((*key, float(run.nash_conv.iloc[-last:].mean(skipna=False)),
                      average_nash_conv(run.iteration.to_numpy(), run.phase.to_numpy(),
-                                       run.nash_conv.to_numpy())))
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+                                       run.nash_conv.to_numpy()),
+                     int(run.iteration.to_numpy()[lost.argmax()]) if lost.any() else None))
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    frame["diverged_at"] = frame.diverged_at.astype("Int64")
+    return frame
 
 
 def uniform_nash_conv(compiled, phases: int) -> np.ndarray:
@@ -244,16 +255,19 @@ def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.Da
     frames = []
     for (game, algorithm, entropy), rows in nashconv.groupby(["game", "algorithm", "entropy"],
                                                              sort=True):
-        wide = rows.pivot_table(index="seed", columns=["iteration", "phase"],
-                                values="nash_conv", aggfunc="first")
+        wide = rows.pivot(index="seed", columns=["iteration", "phase"],
+                          values="nash_conv")  # a diverged run's NaN kept
         wide = wide.sort_index(axis=1, level=["iteration", "phase"])
-        if len(wide) >= 2:
-            mean, low, high = bootstrap_mean_ci(wide.to_numpy(), resamples=b["resamples"],
-                                                confidence=b["confidence"], method=b["method"],
-                                                seed=cfg["seed"])
-        else:  # one seed (a publication's first block): a mean, and no interval
-            mean = wide.to_numpy()[0]
-            low = high = np.full_like(mean, np.nan)
+        values = wide.to_numpy()
+        mean = low = high = np.full(values.shape[1], np.nan)
+        whole = ~np.isnan(values).any(axis=0)  # no seed has diverged there
+        if len(wide) >= 2 and whole.any():
+            mean, low, high = (np.full(values.shape[1], np.nan) for _ in range(3))
+            mean[whole], low[whole], high[whole] = bootstrap_mean_ci(
+                values[:, whole], resamples=b["resamples"], confidence=b["confidence"],
+                method=b["method"], seed=cfg["seed"])
+        elif len(wide) == 1:  # one seed (a publication's first block): a mean, no interval
+            mean = values[0]
         points = wide.columns.to_frame(index=False)
         frames.append(pd.DataFrame({
             "game": game, "algorithm": algorithm, "entropy": entropy,

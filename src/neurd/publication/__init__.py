@@ -84,14 +84,14 @@ from neurd.publication.manifest import (
     stale_keys,
 )
 from neurd.publication.reproduce import block_job, phase_end_nash_conv, replay_state, reproduce
-from neurd.publication.writer import BlockSource, add_blocks, init, publish_run
+from neurd.publication.writer import BlockSource, add_blocks, derive_again, init, publish_run
 
 __all__ = [
     "AGREEMENT_CYCLES", "AGREEMENT_NASH_CONV", "BLOCK_FILES", "CONFIG", "DERIVED",
     "DERIVED_TOLERANCE", "FORMAT", "MANIFEST", "MAX_BYTES", "MAX_FILES", "MAX_FILE_BYTES",
     "PHASE_END_TOLERANCE", "VERSION", "BlockSource", "PublicationError", "add_blocks",
     "block_folder", "block_job", "block_provenance", "check", "check_content", "check_state",
-    "compiled_games", "derived_files", "derived_tables", "differences", "fig6_tables",
-    "init", "interrupted", "phase_end_nash_conv", "publish_run", "published_games",
+    "compiled_games", "derive_again", "derived_files", "derived_tables", "differences",
+    "fig6_tables", "init", "interrupted", "phase_end_nash_conv", "publish_run", "published_games",
     "read_manifest", "replay_state", "reproduce", "sha256", "stale_keys",
 ]

@@ -53,19 +53,45 @@ def _out_of_range(frame: pd.DataFrame, column: str, ok, allowed_nan=None) -> lis
             f"iteration {frame.iteration.iloc[i]} is out of its range"]
 
 
+RUN = ["algorithm", "entropy", "seed"]
+
+
+def _lost(frame: pd.DataFrame) -> np.ndarray:
+    """Per row of a block's curves: whether its run had diverged there (its NashConv is NaN
+    at this checkpoint or an earlier one of the run)."""
+    order = frame.sort_values([*RUN, "iteration", "phase"], kind="stable")
+    lost = order.nash_conv.isna().groupby([order[k] for k in RUN]).cummax()
+    return lost.reindex(frame.index).to_numpy(dtype=bool)
+
+
+def diverged_runs(curves: pd.DataFrame) -> dict[tuple, int]:
+    """``(algorithm, entropy, seed) -> iteration``: the runs of a block's curves that
+    diverged, and the first checkpoint their NashConv is NaN at."""
+    lost = curves[curves.nash_conv.isna()]
+    return {(a, float(e), int(s)): int(rows.iteration.min())
+            for (a, e, s), rows in lost.groupby(RUN)}
+
+
 def _range_problems(frame: pd.DataFrame, critic: str, ratio: int, cfg: Mapping) -> list[str]:
-    """Values out of their range in a block's curves (NaN only where the job writes NaN)."""
-    start = frame.iteration.to_numpy() == 0
+    """Values out of their range in a block's curves (NaN only where the job writes NaN: a
+    run that diverged is NaN in every measurement from its first NaN NashConv on)."""
+    lost = _lost(frame)
+    start = (frame.iteration.to_numpy() == 0) | lost
     actions = 64.0
-    problems = [
-        *_out_of_range(frame, "nash_conv", lambda v: np.isfinite(v) & (v >= -1e-9)),
+    revived = np.flatnonzero(lost & frame.nash_conv.notna().to_numpy())
+    problems = [] if not len(revived) else [
+        "nash_conv = nan at {}, entropy {}, seed {} and a value again at iteration {}: a run "
+        "that diverged is NaN from there on".format(*frame[RUN].iloc[revived[0]],
+                                                    frame.iteration.iloc[revived[0]])]
+    problems += [
+        *_out_of_range(frame, "nash_conv", lambda v: np.isfinite(v) & (v >= -1e-9), lost),
         *_out_of_range(frame, "critic_rmse", lambda v: np.isfinite(v) & (v >= 0),
-                       np.ones(len(frame), bool) if critic == "exact" else None),
+                       np.ones(len(frame), bool) if critic == "exact" else lost),
         *_out_of_range(frame, "threshold_blocked", lambda v: (v >= 0) & (v <= 1), start),
         *_out_of_range(frame, "critic_loss", lambda v: np.isfinite(v) & (v >= 0), start),
         *_out_of_range(frame, "policy_entropy",
-                       lambda v: (v >= -1e-9) & (v <= math.log(actions))),
-        *_out_of_range(frame, "at_threshold", lambda v: (v >= 0) & (v <= 1)),
+                       lambda v: (v >= -1e-9) & (v <= math.log(actions)), lost),
+        *_out_of_range(frame, "at_threshold", lambda v: (v >= 0) & (v <= 1), lost),
     ]
     iterations = frame.iteration.to_numpy()
     if not np.array_equal(frame.policy_updates.to_numpy(), iterations // ratio):
@@ -144,10 +170,12 @@ def kept_levels(cfg: Mapping, game: str, curves: pd.DataFrame) -> dict[str, floa
 
 
 def check_policies(cfg: Mapping, game: str, path: Path, seeds: list[int],
-                    levels: Mapping[str, float] | None, compiled) -> pd.DataFrame:
+                    levels: Mapping[str, float] | None, compiled,
+                    diverged: Mapping[tuple, int] | None = None) -> pd.DataFrame:
     """A block's policies: every run of ``levels`` (algorithm -> entropy; None: every
     level), every seed, phase and legal action, probabilities in [0, 1] summing to 1 over
-    each state's legal actions."""
+    each state's legal actions; NaN exactly at the phase ends of a run of ``diverged``
+    (:func:`diverged_runs` of its curves) at or after the checkpoint it diverged at."""
     try:
         check_job_table(path, cfg, game)
     except ValueError as error:
@@ -181,9 +209,15 @@ def check_policies(cfg: Mapping, game: str, path: Path, seeds: list[int],
             * int(cfg["phase_iterations"][game])):
         fail(path, "phases or iterations are not the phase ends")
     p = frame.probability.to_numpy(dtype=float)
-    if not (np.all(np.isfinite(p)) and np.all(p >= 0) and np.all(p <= 1)):
-        fail(path, "holds probabilities that are not finite numbers in [0, 1]")
-    sums = frame.groupby(["algorithm", "entropy", "seed", "phase", "infostate"]).probability.sum()
+    at = [(diverged or {}).get((a, float(e), int(s_))) for a, e, s_ in
+          zip(frame.algorithm, frame.entropy, frame.seed)]
+    lost = np.array([d is not None and d <= i for d, i in zip(at, frame.iteration)], bool)
+    if not (np.array_equal(np.isnan(p), lost) and np.all(p[~lost] >= 0)
+            and np.all(p[~lost] <= 1)):
+        fail(path, "holds probabilities that are not finite numbers in [0, 1] (NaN only at "
+                   "the phase ends of a run that had diverged)")
+    sums = frame[~lost].groupby(["algorithm", "entropy", "seed", "phase",
+                                 "infostate"]).probability.sum()
     if not np.allclose(sums.to_numpy(), 1.0, atol=1e-9, rtol=0):
         fail(path, "holds a policy whose probabilities do not sum to 1 over the legal actions")
     return frame
@@ -254,7 +288,7 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
                       f"{meta['game_hash']}, the config's {game} compiles to {digest}")
             check_policies(cfg, game, base / "policies.parquet", meta["run_seeds"],
                             kept_levels(cfg, game, frame) if parse_block(name)[0]
-                            == main_critic(cfg) else {}, games[game])
+                            == main_critic(cfg) else {}, games[game], diverged_runs(frame))
             try:
                 provenance = json.loads((base / "provenance.json").read_text())
             except ValueError as error:

@@ -108,6 +108,7 @@ def replay_state(folder: str | os.PathLike, game: str, name: str, compiled,
                            "row": r, "published": float(results["nash_conv"][r, c]),
                            "reproduced": float(again[r, c])}
                           for r in range(rows) for c in range(again.shape[1])])
-    frame["difference"] = (frame.published - frame.reproduced).abs()
+    frame["difference"] = (frame.published - frame.reproduced).abs().where(
+        ~(frame.published.isna() & frame.reproduced.isna()), 0.0)  # diverged in both: agreed
     return frame
 

@@ -31,6 +31,7 @@ from neurd.publication.content import (
     check_state,
     compiled_games,
     derived_tables,
+    diverged_runs,
     kept_levels,
 )
 from neurd.publication.integrity import block_seeds, check, check_in_progress
@@ -223,6 +224,18 @@ def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockS
     return _build(Path(folder), cfg, replace, write)
 
 
+def derive_again(folder: str | os.PathLike, cfg: Mapping, compiled: Mapping | None = None
+                 ) -> tuple[dict, list]:
+    """Make every game's derived tables (summary, CI over seeds) again from its published
+    blocks, with this code: after a change to what they hold (a column added), so that the
+    publication is what its blocks give again; the blocks themselves are not touched."""
+    def write(build: Path, games: dict) -> list[str]:
+        published = [g for g, e in games.items() if e["blocks"]]
+        _derive(build, games, cfg, compiled_games(cfg, compiled, published), folder)
+        return [f"{g} (derived tables)" for g in published]
+    return _build(Path(folder), cfg, False, write)
+
+
 def _write_blocks_and_states(build: Path, games: dict, *, cfg: Mapping, sources: list,
                              states: list, compiled: Mapping, folder) -> list[str]:
     """Add ``sources`` and ``states`` to the build (``games``: its manifest's games, updated
@@ -305,7 +318,8 @@ def _add_block(build: Path, games: dict, cfg: Mapping, source: BlockSource,
     if meta["game_hash"] != digest:
         fail(source.curves, f"was computed on a game of content hash "
              f"{meta['game_hash']}, the config's {game} compiles to {digest}")
-    policies = check_policies(cfg, game, source.policies, meta["run_seeds"], None, compiled)
+    policies = check_policies(cfg, game, source.policies, meta["run_seeds"], None, compiled,
+                              diverged_runs(frame))
     policies, what = _published_policies(cfg, game, meta["critic"], frame, policies)
     intake.verify_block(cfg, game, name, meta["batches"], frame, policies, compiled,
                         str(source.curves))
