@@ -520,7 +520,7 @@ def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
     bytes the paper-scale run may still add to the repository's history."""
     from neurd import allocation
     from neurd.neural.plan import checkpoint_grid
-    from neurd.pipeline.neural import parse_block
+    from neurd.neural.runs import parse_block
     from neurd.resume_states import state_folder
 
     path = publication / "manifest.json"
@@ -561,7 +561,7 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     ``stop`` is set; a job of one critic killed so comes back in progress from the state it
     saved last (its checkpoint folder's, at most ``--checkpoint-minutes`` old)."""
     from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS
-    from neurd.pipeline.neural import critics
+    from neurd.neural.runs import critics
     from neurd.resume_states import state_folder, to_checkpoint
 
     work = results / "allocation" if work is None else work

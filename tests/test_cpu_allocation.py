@@ -252,7 +252,13 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     again = _command(root, "start", "--minutes", "5", "--code", "tree")
     assert again.returncode == 2 and f"pid {lock['pid']}" in again.stderr
     state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
-    _wait(state.is_file, 240, "the job's first saved state")
+
+    def learned_something():  # a state past iteration 0 (row 0 is the untrained networks)
+        try:
+            return json.loads(state.read_text())["next_row"] >= 2
+        except (OSError, ValueError, KeyError):
+            return False
+    _wait(learned_something, 240, "the job's first saved state past iteration 0")
     said = _command(root, "status")
     assert said.returncode == 0 and "running" in said.stdout
     assert "now: kuhn/learned_s0-1" in said.stdout, said.stdout

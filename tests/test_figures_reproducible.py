@@ -59,7 +59,7 @@ OTHER_SETTINGS = {"axes.titleweight": "bold", "font.size": 14.0, "lines.linewidt
 def _steps(res: str, config) -> list[list[str]]:
     """The rules' commands (less ``neurd``) for every table the figures read, in DAG order;
     neural-run without the checkpoint folder the rule gives it (a run of seconds)."""
-    from neurd.pipeline.neural import jobs as neural_jobs
+    from neurd.neural.runs import jobs as neural_jobs
 
     cfg = {section: f"{res}/config/{section}.json" for section in SECTIONS}
     steps = [

@@ -43,12 +43,12 @@ LAYERS = [
      "neurd.neural", "neurd.neural.*", "neurd.engine"],
     # what a stage declares; claims and figures
     ["neurd.stage", "neurd.audit", "neurd.figures", "neurd.figures.*"],
-    # the stages (and a published run, drawn by one, with its blocks in progress and the
-    # checks of incoming blocks; the plan of a GPU allocation; neural NeuRD vs SPG in one
-    # call, giving the stage's tables)
-    ["neurd.pipeline", "neurd.pipeline.*", "neurd.intake", "neurd.publication",
-     "neurd.publication.*", "neurd.resume_states",
-     "neurd.allocation", "neurd.comparison"],
+    # a published run, with its blocks in progress and the checks of incoming blocks (below
+    # the stage that draws it: they plan a block with neurd.neural.runs, not with a stage)
+    ["neurd.intake", "neurd.publication", "neurd.publication.*", "neurd.resume_states"],
+    # the stages (the published run's draws the publication); the plan of a GPU
+    # allocation; neural NeuRD vs SPG in one call, giving the stage's tables
+    ["neurd.pipeline", "neurd.pipeline.*", "neurd.allocation", "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],
     # a run's provenance, a publication checked against its config file, the readings

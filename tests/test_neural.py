@@ -19,7 +19,7 @@ from scipy import stats
 
 from neurd import engine, games, learners
 from neurd.names import GAMES, NEURD, SPG
-from neurd.neural import experiment, losses, measurement, sampler, train
+from neurd.neural import algorithms, experiment, losses, measurement, sampler, train
 from neurd.neural.plan import checkpoint_grid
 from neurd.precision import float64
 from neurd.tabular import histories
@@ -167,7 +167,8 @@ def test_one_step_of_a_table_network_is_the_tabular_step(algorithm, step):
         eta, x = 0.7, jnp.ones((1, 1))
 
         def loss(t):
-            return losses.POLICY_LOSSES[algorithm](x @ t, q, legal[None], jnp.ones(1), 100.0)[0]
+            return algorithms.get(algorithm).function()(x @ t, q, legal[None], jnp.ones(1),
+                                                        100.0)[0]
 
         stepped = table - eta * jax.grad(loss)(table)
         pi = learners.policy(table[0], legal)
@@ -348,7 +349,7 @@ def test_average_nash_conv_is_the_area_over_the_length_within_phases():
 
 
 def test_jobs_split_the_seeds_and_add_the_exact_critic_runs():
-    from neurd.pipeline.neural import jobs, seed_chunks
+    from neurd.neural.runs import jobs, seed_chunks
 
     cfg = {"games": ["kuhn", "leduc"], "exact_critic_games": ["kuhn"], "seeds": 5,
            "seeds_per_job": 2}

@@ -52,12 +52,12 @@ def test_a_learning_cycle_indexes_nothing_out_of_range(compiled, name, critic):
     game = train.neural_game(compiled[name])
     spec = train.Spec(critic=critic)
     states, keys, _ = _setup(spec, game, name)
-    for algorithm, neurd in (("neurd", True), ("spg", False)):
+    for index, algorithm in enumerate(spec.algorithms):
         state = jax.tree_util.tree_map(lambda x: x[1], states[algorithm])
 
-        def one(state, key, neurd=neurd):
+        def one(state, key, index=index):
             return train.cycle(spec, game, state, key, jnp.float32(0.1), jnp.float32(-1.0),
-                               neurd)
+                               index)
 
         error, out = jax.jit(checkify.checkify(one, errors=checkify.index_checks))(
             state, keys[algorithm][1])
@@ -192,7 +192,8 @@ def test_a_cycle_counting_visits_the_accelerators_way_is_the_same_cycle(compiled
     state = jax.tree_util.tree_map(lambda x: x[1], states["neurd"])
 
     def one(state, key):
-        return train.cycle(spec, game, state, key, jnp.float32(0.1), jnp.float32(1.0), True)
+        return train.cycle(spec, game, state, key, jnp.float32(0.1), jnp.float32(1.0),
+                           spec.algorithms.index("neurd"))
 
     cpu = jax.jit(one)(state, keys["neurd"][1])
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")

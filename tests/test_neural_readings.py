@@ -130,7 +130,7 @@ def test_every_reading_runs_end_to_end_and_changes_the_numbers(kuhn, reading):
 
 
 def test_the_config_keys_reach_the_learner():
-    from neurd.pipeline.neural import spec
+    from neurd.neural.runs import spec
 
     cfg = {"algorithms": [NEURD, SPG], "hidden_sizes": [128, 128], "critic_batch": 4,
            "policy_batch": 256, "critic_updates_per_policy_update": 4,

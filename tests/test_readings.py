@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from neurd.config import ConfigError
-from neurd.pipeline.neural import jobs, main_critic
+from neurd.neural.runs import jobs, main_critic
 from neurd.pipeline.readings import DEFAULT_READING, variant_sections
 from neurd.stages import validate
 
@@ -70,6 +70,7 @@ def test_logits_are_logged_in_the_study_only_and_the_key_is_not_a_setting():
     """Off (absent) in the pipeline's neural section, so its snapshot holds no such key
     (and neural_run no logits output); on in the study's default for seed 0 at its two
     lowest levels, in every reading; in the snapshot, since it changes what a job writes."""
+    from neurd.neural import runs
     from neurd.pipeline import neural
     from neurd.stages import snapshot
 
@@ -80,10 +81,10 @@ def test_logits_are_logged_in_the_study_only_and_the_key_is_not_a_setting():
                                                     .read_text()))
         validate(config, SCHEMAS)
         assert "logits_log" not in snapshot(config, "neural")
-        assert not neural.logits_logged(config["neural"])
+        assert not runs.logits_logged(config["neural"])
         for name, section in variant_sections(config).items():
             assert section["logits_log"] == {"seeds": [0], "entropies": [0.0, 0.01]}, name
-            assert neural.plan({**section, "seed": 0}, "kuhn", "learned", 0).logged, name
+            assert runs.plan({**section, "seed": 0}, "kuhn", "learned", 0).logged, name
     assert "logits_log" not in neural.SETTINGS
 
 

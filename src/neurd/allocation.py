@@ -2,7 +2,7 @@
 
 GPU time comes in short allocations (one GPU, about ten minutes, nothing kept
 afterwards but a few files).  The paper-scale Fig 6 is therefore computed in
-seed blocks (:func:`neurd.pipeline.neural.block_plan`): the runs of seeds
+seed blocks (:func:`neurd.neural.runs.block_plan`): the runs of seeds
 ``first..last`` of one game and critic as one batch.  A block that does not
 finish inside the allocation that starts it is stopped at a checkpoint row, its
 saved state comes back and is published as the game's **block in progress**

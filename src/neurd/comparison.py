@@ -28,6 +28,7 @@ from neurd.limits import size_of
 from neurd.machine import available_memory_bytes
 from neurd.names import LEARNERS
 from neurd.neural import results as neural_tables
+from neurd.neural import runs
 from neurd.pipeline import neural as stage
 
 # The neural section's learning and table keys, at their defaults (those of
@@ -147,7 +148,7 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
                         "the networks have no input")
     cfg["game_strings"] = {name: compiled.game_string}
     _check_size(cfg, name, compiled, max_hours)
-    plan = stage.plan(cfg, name, critic, 0)
+    plan = runs.plan(cfg, name, critic, 0)
     try:
         results = experiment.run(compiled, plan, max_seconds=None if max_hours is None
                                  else 3600.0 * max_hours)

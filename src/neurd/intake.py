@@ -26,8 +26,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import games as game_files
-from neurd.neural.runs import parse_block
-from neurd.pipeline.neural import plan
+from neurd.neural.runs import block_plan, parse_block
 
 # How far a run of the same config on another device may be from the published numbers after
 # its first cycles: float32 learning agrees across devices in distribution, not bit for bit,
@@ -57,8 +56,7 @@ def block_job(cfg: Mapping, game: str, name: str, batches: Sequence[Sequence[int
     batches = [tuple(b) for b in batches]
     if not batches or not all(batches):
         raise ValueError(f"{game} block {name}: no batches recorded")
-    job = dataclasses.replace(plan(cfg, game, critic, 0), run_seeds=tuple(range(first, last + 1)),
-                              seeds_per_batch=len(batches[0]), batch_origin=min(batches[0]))
+    job = block_plan(cfg, game, critic, first, last, seeds_per_batch=len(batches[0]))
     if job.batches != batches:
         raise ValueError(f"{game} block {name}: its batches {batches} are not a partition "
                          "into equal consecutive runs of seeds")

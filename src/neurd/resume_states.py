@@ -1,6 +1,6 @@
 """Blocks in progress: a seed block stopped by the end of a GPU allocation, carried to the next.
 
-A seed block of the paper-scale Fig 6 (:func:`neurd.pipeline.neural.block_plan`)
+A seed block of the paper-scale Fig 6 (:func:`neurd.neural.runs.block_plan`)
 may take longer than one allocation.  Its job then stops at a checkpoint row and
 saves its whole state (``neurd neural-run --checkpoint ... --stop-after-minutes``:
 the networks' weights, the curves measured so far and the record of every piece
@@ -41,8 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from neurd import games
-from neurd.neural.runs import check_block, critics, parse_block
-from neurd.pipeline.neural import block_plan
+from neurd.neural.runs import block_plan, check_block, critics, parse_block
 from neurd.tables import config_hash
 
 IN_PROGRESS = "in-progress"

@@ -9,7 +9,8 @@ from neurd.figures import report_label
 from neurd.games import FORMAT_VERSION as GAME_FORMAT_VERSION
 from neurd.names import REFERENCE_SOLVERS
 from neurd.pipeline.neural import SETTINGS as NEURAL_SETTINGS
-from neurd.pipeline.neural import job_runtime_minutes, main_critic
+from neurd.neural.runs import main_critic
+from neurd.pipeline.neural import job_runtime_minutes
 from neurd.pipeline.readings import select_jobs, variant_sections
 from neurd.pipeline.tabular import (
     check_runtime_minutes,

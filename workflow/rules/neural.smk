@@ -1,7 +1,8 @@
 # Figure 6: neural NeuRD vs SPG with reward negation. Each game's work is split
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
-from neurd.pipeline.neural import export_settings, jobs, logits_logged
+from neurd.neural.runs import jobs, logits_logged
+from neurd.pipeline.neural import export_settings
 
 NEURAL = config["neural"]
 # How often a job saves its state, and how much GPU memory it takes, change no number, so

@@ -549,7 +549,11 @@ def claims(nashconv, ci, summary, diagnostics, cfg, scale: str | None = None) ->
 def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
          scale: str | None = None):
     """Figure and claims from the tables named in :data:`INPUTS`; ``scale``: the config's
-    (a publication's figure, ``fig6_<name>``, is labelled with the publication instead)."""
+    (a publication's figure, ``fig6_<name>``, is labelled with the publication instead).
+    Fig 6 is NeuRD vs SPG: the rows of other algorithms a run named
+    (:mod:`neurd.neural.algorithms`) stay in the tables, for the user, and are not drawn."""
+    tables = {key: frame[frame.algorithm.isin(names.LEARNERS)] if "algorithm" in frame
+              else frame for key, frame in tables.items()}
     nashconv, ci, summary = tables["nashconv"], tables["ci"], tables["summary"]
     # fig6_<name>: drawn from the publication published/<name> (neurd.pipeline.published)
     label = _scale_name(scale, name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from neurd import schema
 from neurd.config import ConfigError
 from neurd.neural import variants
+from neurd.neural.algorithms import check_algorithms
 
 # Spec field -> the neural config key it is
 SPEC_KEYS = {"algorithms": "algorithms", "hidden": "hidden_sizes",
@@ -81,6 +82,7 @@ def check_plan(plan) -> None:
         schema.check_section("neural", {"games": [plan.game]})  # the name first: keys follow
         schema.check_section("config", {"seed": plan.seed})
         schema.check_section("neural", section)
+        check_algorithms(spec.algorithms, "neural.algorithms")
         seeds = schema.plain(plan.run_seeds)
         if not (isinstance(seeds, list) and seeds and all(
                 type(s) is int and 0 <= s <= 9999 for s in seeds)

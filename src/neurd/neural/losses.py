@@ -12,7 +12,10 @@ NeuRD                 ``-sum_a y(x, a) A(x, a)``        ``eta sum_a grad y A``
 SPG (all actions)     ``-sum_a pi(a|x) A(x, a)``        ``eta sum_a grad pi A``
 ====================  ===============================  ==========================
 
-with ``A`` a constant (``stop_gradient``).  Losses sum over the legal actions
+with ``A`` a constant (``stop_gradient``).  Beside them, OpenSpiel's other all-actions
+policy-gradient losses (``rl_losses.py``), for comparison: RMPG (:func:`rmpg_loss`) and RPG
+(:func:`rpg_loss`); its QPG is SPG's loss above.  The registry of the algorithms a run may
+name is :mod:`neurd.neural.algorithms`.  Losses sum over the legal actions
 and average over each player's valid steps (``weights``), then add the two
 players: the learning rates mean a step per average visited state.
 
@@ -45,7 +48,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from neurd.names import NEURD, SPG
 from neurd.neural.networks import masked_policy
 
 
@@ -113,7 +115,25 @@ def spg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
     return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 
-POLICY_LOSSES = {NEURD: neurd_loss, SPG: spg_loss}
+def rmpg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+    """RMPG (regret-matching policy gradient; OpenSpiel's ``BatchRMLoss``):
+    ``-sum_x w(x) sum_a pi(a|x) [A(x, a)]^+`` with the clipped advantage a constant."""
+    del beta, centre
+    advantage = jnp.maximum(advantages(logits, q, legal), 0.0)
+    per_state = -jnp.sum(masked_policy(logits, legal) * advantage, axis=-1)
+    return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
+
+
+def rpg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+    """RPG (regret policy gradient; OpenSpiel's ``BatchRPGLoss``): ``sum_x w(x) sum_a
+    [q(x, a) - v(x)]^+``, the regrets, with ``q`` a constant and ``v = sum_a pi q`` carrying
+    the gradient through the policy."""
+    del beta, centre
+    pi = masked_policy(logits, legal)
+    q = jnp.where(legal, jax.lax.stop_gradient(q), 0.0)
+    value = jnp.sum(pi * q, axis=-1, keepdims=True)
+    per_state = jnp.sum(jnp.where(legal, jnp.maximum(q - value, 0.0), 0.0), axis=-1)
+    return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 
 NORMALISATIONS = ("player_mean", "batch_sum", "trajectory_mean")

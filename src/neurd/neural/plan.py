@@ -63,7 +63,7 @@ class Plan:
         A batch is one call of the compiled program (``vmap`` over its
         configurations); which batch a seed is in, not which job, fixes its
         numbers, so any split of the seeds into jobs gives the same tables.  A
-        seed block (:func:`neurd.pipeline.neural.block_plan`) is one batch of its
+        seed block (:func:`neurd.neural.runs.block_plan`) is one batch of its
         own: ``batch_origin`` its first seed, ``seeds_per_batch`` its size.
         """
         groups: dict[int, list[int]] = {}

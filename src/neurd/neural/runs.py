@@ -1,5 +1,7 @@
 """Which runs a neural config makes: its configurations, the critics each game is run with,
-the run seeds in chunks (the Snakemake jobs) and in seed blocks (the published ones).
+the run seeds in chunks (the Snakemake jobs) and in seed blocks (the published ones), and
+the learner :func:`spec` and :func:`plan` of each: the one step from a config to what runs,
+used by the stage, the intake, the resume states and the allocations alike.
 
 A run is one (algorithm, entropy level, seed) configuration of a game with one critic;
 every job and every block runs every algorithm and entropy level of its seeds.
@@ -7,6 +9,7 @@ every job and every block runs every algorithm and entropy level of its seeds.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 
@@ -79,3 +82,68 @@ def check_block(cfg: Mapping, game: str, critic: str, first: int, last: int) -> 
             f"{game} is not run with the {critic} critic (critics: {list(critics(cfg, game))})")
     require(0 <= first <= last < int(cfg["seeds"]), "neural.seeds",
             f"seeds {first}-{last} are not run seeds 0-{int(cfg['seeds']) - 1}")
+
+
+def logit_log_runs(cfg: Mapping) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """``(seeds, entropies)`` of ``neural.logits_log``: the runs whose centred logits are
+    kept at every checkpoint (every algorithm's, at each of those seeds and levels).
+
+    Off (``((), ())``) when the key is absent, as it is by default: the key has no
+    schema default, so a config that does not name it has no trace of it in its snapshot,
+    config hash or tables' metadata (no job reruns, no publication goes stale for it).  It
+    is not a setting: it changes what a job writes."""
+    given = cfg.get("logits_log") or {}
+    return (tuple(int(s) for s in given.get("seeds", ())),
+            tuple(float(e) for e in given.get("entropies", ())))
+
+
+def logits_logged(cfg: Mapping) -> bool:
+    """Whether ``neural.logits_log`` names any run (then ``neural-run`` writes logits)."""
+    seeds, entropies = logit_log_runs(cfg)
+    return bool(seeds) and bool(entropies)
+
+
+def logit_logged_configurations(cfg: Mapping) -> int:
+    """Configurations whose logits are kept, at most (all in one job)."""
+    seeds, entropies = logit_log_runs(cfg)
+    return len(cfg["algorithms"]) * len(seeds) * len(entropies)
+
+
+def spec(cfg: Mapping, critic: str):
+    """The learner's :class:`~neurd.neural.train.Spec` of a config's ``neural`` section
+    (JAX is imported here, not before)."""
+    from neurd.neural.train import Spec
+
+    return Spec(
+        algorithms=tuple(cfg["algorithms"]), hidden=tuple(cfg["hidden_sizes"]),
+        critic_batch=int(cfg["critic_batch"]), policy_batch=int(cfg["policy_batch"]),
+        critic_updates=int(cfg["critic_updates_per_policy_update"]),
+        policy_learning_rate=float(cfg["policy_learning_rate"]),
+        critic_learning_rate=float(cfg["critic_learning_rate"]),
+        optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic,
+        precision=cfg["matmul_precision"], neurd_logits=cfg["neurd_logits"],
+        loss_normalisation=cfg["loss_normalisation"], networks=cfg["networks"])
+
+
+def plan(cfg: Mapping, game: str, critic: str, chunk: int):
+    """The :class:`~neurd.neural.plan.Plan` of job ``chunk`` (:func:`seed_chunks`) of
+    ``game`` under ``critic``."""
+    from neurd.neural.plan import Plan
+
+    return Plan(game=game, spec=spec(cfg, critic), entropies=tuple(map(float, cfg["entropies"])),
+                run_seeds=seed_chunks(cfg)[chunk], seed=int(cfg["seed"]),
+                phase_iterations=int(cfg["phase_iterations"][game]), phases=int(cfg["phases"]),
+                geometric=int(cfg["checkpoints"]["geometric"]),
+                linear=int(cfg["checkpoints"]["linear"]),
+                seeds_per_batch=int(cfg["seeds_per_batch"]),
+                logits_seeds=logit_log_runs(cfg)[0], logits_entropies=logit_log_runs(cfg)[1])
+
+
+def block_plan(cfg: Mapping, game: str, critic: str, first: int, last: int,
+               seeds_per_batch: int | None = None):
+    """The :class:`~neurd.neural.experiment.Plan` of a seed block: seeds ``first..last``, as
+    one batch (or in batches of ``seeds_per_batch`` consecutive seeds)."""
+    check_block(cfg, game, critic, first, last)
+    return dataclasses.replace(
+        plan(cfg, game, critic, 0), run_seeds=tuple(range(first, last + 1)),
+        seeds_per_batch=seeds_per_batch or last - first + 1, batch_origin=first)

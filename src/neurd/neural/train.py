@@ -45,8 +45,8 @@ import optax
 
 from neurd import streams
 from neurd.games import CompiledGame
-from neurd.names import LEARNERS, NEURD, SPG
-from neurd.neural import losses, passes, sampler
+from neurd.names import LEARNERS
+from neurd.neural import algorithms, losses, passes, sampler
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
@@ -220,20 +220,22 @@ def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.
 
 
 def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array,
-                   weights: jax.Array, is_neurd):
+                   weights: jax.Array, algorithm):
     """``(d loss / d logits [I, A], share blocked)``: step 2's loss of the configuration's
-    algorithm, differentiated in the logits."""
+    algorithm (``algorithm``: its index in ``spec.algorithms``; a loss of
+    :mod:`neurd.neural.algorithms`), differentiated in the logits.  Every algorithm's loss
+    is formed and the configuration's kept, so every algorithm runs in one ``vmap``."""
     legal = game.tree.legal
 
     def policy_loss(logits):
         centre = spec.neurd_logits == "centred"
-        found = [losses.POLICY_LOSSES[a](logits, q, legal, weights, spec.beta, centre)
+        found = [algorithms.get(a).function()(logits, q, legal, weights, spec.beta, centre)
                  for a in spec.algorithms]
-        if len(found) == 1:
-            return found[0]
-        mine = dict(zip(spec.algorithms, found))
-        return (jnp.where(is_neurd, mine[NEURD][0], mine[SPG][0]),
-                jnp.where(is_neurd, mine[NEURD][1], mine[SPG][1]))
+        kept = found[-1]
+        for index in range(len(found) - 2, -1, -1):
+            kept = tuple(jnp.where(algorithm == index, mine, other)
+                         for mine, other in zip(found[index], kept))
+        return kept
 
     (_, blocked), by_logits = jax.value_and_grad(policy_loss, has_aux=True)(logits)
     return by_logits, blocked
@@ -247,12 +249,12 @@ def policy_step(spec: Spec, state: RunState, grads: dict):
 
 
 def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
-          is_neurd) -> RunState:
+          algorithm) -> RunState:
     """``critic_updates`` critic steps, then one policy step (see the module docstring):
     one configuration (the ``vmap`` variant runs it under ``vmap``).
 
-    ``is_neurd``: the configuration's algorithm (NeuRD if true, else SPG); both
-    losses are formed and one is kept, so every algorithm runs in one ``vmap``.
+    ``algorithm``: the configuration's algorithm, its index in ``spec.algorithms``
+    (:func:`logit_gradient`).
     """
     # the policy network's one pass of the cycle: its outputs give the table every batch
     # samples from, and its pullback the policy's gradient in step 2
@@ -264,7 +266,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     values = None if spec.critic == "exact" else one_state_pass(spec, game, critic)
     q = policy_q(spec, game, table, values, eta, sign)
     # the chain rule by hand: the loss's gradient in the logits, pulled back to the weights
-    by_logits, blocked = logit_gradient(spec, game, logits, q, weights, is_neurd)
+    by_logits, blocked = logit_gradient(spec, game, logits, q, weights, algorithm)
     (grads,) = pullback(by_logits)
     policy, policy_state = policy_step(spec, state, grads)
     # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
@@ -318,9 +320,9 @@ def policy_pass(spec: Spec, game: NeuralGame, policy: dict):
 
 
 def cycle_all(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
-              is_neurd) -> RunState:
+              algorithm) -> RunState:
     """:func:`cycle` of ``N`` configurations at once (``state``, ``key``, ``eta``,
-    ``is_neurd`` batched): the passes over every information state for all of them at
+    ``algorithm`` batched): the passes over every information state for all of them at
     once (:func:`every_state`), the rest of the cycle under ``vmap``."""
     logits, pullback = policy_pass(spec, game, state.policy)
     table = masked_policy(logits, game.tree.legal)
@@ -330,7 +332,7 @@ def cycle_all(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta
     q = jax.vmap(partial(policy_q, spec, game), in_axes=(0, None if values is None else 0,
                                                          0, None))(table, values, eta, sign)
     by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
-                                                                       is_neurd)
+                                                                       algorithm)
     grads = pullback(by_logits)
     policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
     return RunState(policy=policy, critic=critic, policy_opt=policy_state,
@@ -371,14 +373,15 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     state = fresh(joined([states[a] for a in algorithms]))
     key = jnp.concatenate([keys[a] for a in algorithms])
     eta = jnp.concatenate([etas[a] for a in algorithms])
-    is_neurd = jnp.concatenate([jnp.full((n,), a == NEURD) for a, n in zip(algorithms, sizes)])
+    algorithm = jnp.concatenate([jnp.full((n,), spec.algorithms.index(a), jnp.int32)
+                                 for a, n in zip(algorithms, sizes)])
 
     def body(i, state):
         cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
         if passes.is_vmapped(spec.cycle_variant):
             return jax.vmap(partial(cycle, spec, game), in_axes=(0, 0, 0, None, 0))(
-                state, cycle_keys, eta, sign, is_neurd)
-        return cycle_all(spec, game, state, cycle_keys, eta, sign, is_neurd)
+                state, cycle_keys, eta, sign, algorithm)
+        return cycle_all(spec, game, state, cycle_keys, eta, sign, algorithm)
 
     if spec.unroll == 1:
         state = jax.lax.fori_loop(0, num_cycles, body, state)

@@ -40,6 +40,7 @@ from neurd.config import ConfigError, require
 from neurd.limits import MB, check_games, mlp_parameters, within
 from neurd.names import GAMES
 from neurd.neural import variants
+from neurd.neural.algorithms import check_algorithms
 from neurd.neural.results import (
     CURVES_COLUMNS,
     LOGITS_COLUMNS,
@@ -55,12 +56,13 @@ from neurd.neural.results import (
 from neurd.neural.runs import (
     EXACT,
     LEARNED,
-    check_block,
+    block_plan,
     configurations,
     critics,
-    jobs,  # noqa: F401 (the workflow's jobs, named with the stage's)
+    logit_log_runs,
+    logit_logged_configurations,
     main_critic,
-    parse_block,  # noqa: F401 (as jobs)
+    plan,
     seed_chunks,
 )
 from neurd.revision import git_revision
@@ -76,6 +78,7 @@ MAX_CONFIGURATIONS = 10_000  # per game: bounds the tables (every policy at ever
 
 def check(cfg: Mapping) -> None:
     """Cross-field checks of the ``neural`` section (the schema has checked each value)."""
+    check_algorithms(cfg["algorithms"], "neural.algorithms")
     game_names, strings = list(cfg["games"]), cfg["game_strings"]
     missing = [g for g in game_names if g not in strings]
     require(not missing, "neural.games",
@@ -270,42 +273,6 @@ def job_memory_bytes(cfg: Mapping, size) -> int:
     return int(batch * (networks + episodes + exact) + job * kept + logits)
 
 
-def logit_log_runs(cfg: Mapping) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """``(seeds, entropies)`` of ``neural.logits_log``: the runs whose centred logits are
-    kept at every checkpoint (every algorithm's, at each of those seeds and levels).
-
-    Off (``((), ())``) when the key is absent, as it is by default: the key has no
-    schema default, so a config that does not name it has no trace of it in its snapshot,
-    config hash or tables' metadata (no job reruns, no publication goes stale for it).  It
-    is not a setting: it changes what a job writes."""
-    given = cfg.get("logits_log") or {}
-    return (tuple(int(s) for s in given.get("seeds", ())),
-            tuple(float(e) for e in given.get("entropies", ())))
-
-
-def logits_logged(cfg: Mapping) -> bool:
-    """Whether ``neural.logits_log`` names any run (then ``neural-run`` writes logits)."""
-    seeds, entropies = logit_log_runs(cfg)
-    return bool(seeds) and bool(entropies)
-
-
-def logit_logged_configurations(cfg: Mapping) -> int:
-    """Configurations whose logits are kept, at most (all in one job)."""
-    seeds, entropies = logit_log_runs(cfg)
-    return len(cfg["algorithms"]) * len(seeds) * len(entropies)
-
-
-
-
-def block_plan(cfg: Mapping, game: str, critic: str, first: int, last: int):
-    """The :class:`~neurd.neural.experiment.Plan` of a seed block: seeds ``first..last`` as
-    one batch."""
-    check_block(cfg, game, critic, first, last)
-    return dataclasses.replace(
-        plan(cfg, game, critic, 0), run_seeds=tuple(range(first, last + 1)),
-        seeds_per_batch=last - first + 1, batch_origin=first)
-
-
 CHECKPOINT_MINUTES_VARIABLE = "NEURD_CHECKPOINT_MINUTES"
 DEFAULT_CHECKPOINT_MINUTES = 5.0
 
@@ -336,32 +303,6 @@ def export_settings(cfg: Mapping, gpus: int | None = None) -> None:
     for name, value in gpu_memory_environment(cfg, gpus).items():
         os.environ.setdefault(name, value)
 
-
-
-def spec(cfg: Mapping, critic: str):
-    from neurd.neural.train import Spec
-
-    return Spec(
-        algorithms=tuple(cfg["algorithms"]), hidden=tuple(cfg["hidden_sizes"]),
-        critic_batch=int(cfg["critic_batch"]), policy_batch=int(cfg["policy_batch"]),
-        critic_updates=int(cfg["critic_updates_per_policy_update"]),
-        policy_learning_rate=float(cfg["policy_learning_rate"]),
-        critic_learning_rate=float(cfg["critic_learning_rate"]),
-        optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic,
-        precision=cfg["matmul_precision"], neurd_logits=cfg["neurd_logits"],
-        loss_normalisation=cfg["loss_normalisation"], networks=cfg["networks"])
-
-
-def plan(cfg: Mapping, game: str, critic: str, chunk: int):
-    from neurd.neural.experiment import Plan
-
-    return Plan(game=game, spec=spec(cfg, critic), entropies=tuple(map(float, cfg["entropies"])),
-                run_seeds=seed_chunks(cfg)[chunk], seed=int(cfg["seed"]),
-                phase_iterations=int(cfg["phase_iterations"][game]), phases=int(cfg["phases"]),
-                geometric=int(cfg["checkpoints"]["geometric"]),
-                linear=int(cfg["checkpoints"]["linear"]),
-                seeds_per_batch=int(cfg["seeds_per_batch"]),
-                logits_seeds=logit_log_runs(cfg)[0], logits_entropies=logit_log_runs(cfg)[1])
 
 
 def job_runtime_minutes(cfg: Mapping, game: str) -> int:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from neurd.config import load_snapshot, require
 from neurd.names import DEFAULT_READING, READING_COLUMN
-from neurd.pipeline.neural import jobs, main_critic
+from neurd.neural.runs import jobs, main_critic
 from neurd.stage import Stage
 from neurd.tables import read_table
 

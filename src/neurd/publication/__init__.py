@@ -2,7 +2,7 @@
 
 The paper-scale Fig 6 takes a GPU; it arrives in **seed blocks** (a game's
 runs of seeds ``first..last`` with one critic, every algorithm and entropy
-level: :func:`neurd.pipeline.neural.block_plan`), computed in short GPU
+level: :func:`neurd.neural.runs.block_plan`), computed in short GPU
 allocations and published here as they come, so the publication is valid, and
 drawn by ``make figures``, at every size from no block to every seed.  Its
 layout::

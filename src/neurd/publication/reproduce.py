@@ -16,8 +16,7 @@ import pandas as pd
 from neurd import games as game_files
 from neurd import intake
 from neurd.intake import AGREEMENT_CYCLES
-from neurd.neural.runs import parse_block
-from neurd.pipeline.neural import block_plan
+from neurd.neural.runs import block_plan, parse_block
 from neurd.publication.integrity import check
 from neurd.publication.manifest import PublicationError, block_folder, published_games
 from neurd.resume_states import identity, state_folder

@@ -1,0 +1,148 @@
+"""The algorithms a neural run may name: a registry of policy losses in the logits.
+
+An algorithm is one loss of the policy network's logits over the visited information
+states (the learner's step 2, :mod:`neurd.neural.train`): everything else of a run -- the
+sampling, the critic, the pullback to the weights, the optimiser -- is shared, so two
+algorithms differ in exactly this function.  Its signature (rlax's style of shapes)::
+
+    loss(logits [I, A], q [I, A], legal [I, A] bool, weights [I], beta, centre)
+        -> (scalar loss to descend, scalar share of pushes blocked)
+
+``q`` is the action values the critic gives (a constant: the loss must not differentiate
+it), ``weights`` each state's weight in the loss, ``beta`` NeuRD's logit threshold and
+``centre`` the ``neural.neurd_logits`` reading (both for the algorithms that use them).
+
+=========  ==============================================  ======================================
+name       loss per state (``A = q - v``, ``v = sum pi q``)  where it is from
+=========  ==============================================  ======================================
+``neurd``  ``-sum_a y(a) A(a)``, thresholded at ``beta``  the paper (Algorithm 1, eq. nerd_sampled)
+``spg``    ``-sum_a pi(a) A(a)``                         the paper's all-actions SPG; OpenSpiel's
+                                                           QPG is the same loss (tested)
+``rmpg``   ``-sum_a pi(a) [A(a)]^+``                     OpenSpiel's ``BatchRMLoss``
+``rpg``    ``sum_a [q(a) - v]^+``, ``v`` differentiated   OpenSpiel's ``BatchRPGLoss``
+=========  ==============================================  ======================================
+
+(``A`` a constant where written so.)  A user adds an algorithm with :func:`register`, from
+Python, before the run is made; a config names only registered algorithms (a config never
+imports code), and an installed package can register its own on import through the
+entry-point group :data:`ENTRY_POINTS` (``[project.entry-points."neurd.algorithms"]
+mine = "my_package.algorithms"``: imported by :func:`load_entry_points` when a config names
+an algorithm not registered yet, in the workflow's jobs as in Python).  Fig 6 draws and
+audits NeuRD and SPG; the tables hold every algorithm a run names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+
+from neurd.names import ALGORITHM_LABELS, NEURD, SPG
+
+ENTRY_POINTS = "neurd.algorithms"
+RMPG, RPG = "rmpg", "rpg"
+NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm: its name (the config's word), its label in figures, its loss
+    (the module docstring's signature; or ``"module:function"``, imported when first asked
+    for, so that naming an algorithm in a config imports no JAX) and where it is from."""
+
+    name: str
+    label: str
+    loss: Callable | str
+    source: str = ""
+
+    def function(self) -> Callable:
+        """The loss itself."""
+        if callable(self.loss):
+            return self.loss
+        module, _, attribute = self.loss.partition(":")
+        return getattr(import_module(module), attribute)
+
+
+_REGISTRY: dict[str, Algorithm] = {}
+_LOADED: set[str] = set()  # the entry points imported
+
+
+def register(name: str, loss: Callable, label: str | None = None, source: str = ""
+             ) -> Algorithm:
+    """Register ``loss`` as the algorithm ``name`` (lower case, digits and ``_``, at most 32
+    characters; ``label``: its name in figures, default ``name`` upper-cased).  A name
+    registered already with another loss is refused (register it once, at import)."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(f"algorithm name {name!r}: lower-case letters, digits and _, starting "
+                         "with a letter, at most 32 characters")
+    if not (callable(loss) or (isinstance(loss, str) and ":" in loss)):
+        raise ValueError(f"algorithm {name!r}: its loss {loss!r} is not callable")
+    if label is not None and not (isinstance(label, str) and label.strip()):
+        raise ValueError(f"algorithm {name!r}: label {label!r} is not a non-empty string")
+    algorithm = Algorithm(name, label or name.upper(), loss, source)
+    known = _REGISTRY.get(name)
+    if known is not None and known.loss is not loss and known.loss != loss:
+        raise ValueError(f"algorithm {name!r} is registered already (with "
+                         f"{getattr(known.loss, '__qualname__', known.loss)!r}); choose "
+                         "another name")
+    _REGISTRY[name] = algorithm
+    return algorithm
+
+
+def get(name: str) -> Algorithm:
+    """The registered algorithm ``name``; a :class:`ValueError` naming those registered."""
+    if isinstance(name, str) and name not in _REGISTRY:
+        load_entry_points()
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"algorithm {name!r} is not registered (registered: "
+                         f"{', '.join(registered())}; add one with "
+                         "neurd.neural.algorithms.register)") from None
+
+
+def check_algorithms(names, key: str) -> None:
+    """Refuse (a :class:`~neurd.config.ConfigError` naming ``key``) a name of ``names`` that
+    is not registered."""
+    from neurd.config import ConfigError
+
+    if any(name not in _REGISTRY for name in names):
+        load_entry_points()
+    for index, name in enumerate(names):
+        if name not in _REGISTRY:
+            raise ConfigError(f"config key '{key}[{index}]': {name!r} is not registered "
+                              f"(registered: {', '.join(registered())}; add one with "
+                              "neurd.neural.algorithms.register)", f"{key}[{index}]")
+
+
+def registered() -> tuple[str, ...]:
+    """The names registered, the paper's two first."""
+    return tuple(_REGISTRY)
+
+
+def load_entry_points() -> list[str]:
+    """Import every module of the entry-point group :data:`ENTRY_POINTS` not imported yet
+    (each registers its algorithms on import); the names of the entry points loaded.  A name
+    not registered is looked for here before it is refused."""
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for point in entry_points(group=ENTRY_POINTS):
+        if point.value in _LOADED:
+            continue
+        point.load()
+        _LOADED.add(point.value)
+        loaded.append(point.name)
+    return loaded
+
+
+_LOSSES = "neurd.neural.losses"
+register(NEURD, f"{_LOSSES}:neurd_loss", ALGORITHM_LABELS[NEURD],
+         "the paper: Algorithm 1 with the Remark's logit threshold")
+register(SPG, f"{_LOSSES}:spg_loss", ALGORITHM_LABELS[SPG],
+         "the paper's all-actions softmax policy gradient (OpenSpiel's QPG)")
+register(RMPG, f"{_LOSSES}:rmpg_loss", "RMPG",
+         "OpenSpiel rl_losses.BatchRMLoss (Srinivasan et al. 2018)")
+register(RPG, f"{_LOSSES}:rpg_loss", "RPG",
+         "OpenSpiel rl_losses.BatchRPGLoss (Srinivasan et al. 2018)")
