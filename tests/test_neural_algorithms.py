@@ -138,7 +138,7 @@ def test_an_entry_point_registers_an_algorithm_when_a_config_names_it(monkeypatc
             algorithms.register("doubled_spg", lambda *a, **k: tuple(
                 2 * x for x in losses.spg_loss(*a, **k)))
 
-    monkeypatch.setattr("importlib.metadata.entry_points",
+    monkeypatch.setattr(algorithms, "entry_points",
                         lambda group: [Point()] if group == algorithms.ENTRY_POINTS else [])
     algorithms.check_algorithms([NEURD, "doubled_spg"], "neural.algorithms")
     assert algorithms.get("doubled_spg").label == "DOUBLED_SPG"

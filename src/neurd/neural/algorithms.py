@@ -37,7 +37,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
+from importlib.metadata import entry_points
 
+from neurd.config import ConfigError
 from neurd.names import ALGORITHM_LABELS, NEURD, SPG
 
 ENTRY_POINTS = "neurd.algorithms"
@@ -105,8 +107,6 @@ def get(name: str) -> Algorithm:
 def check_algorithms(names, key: str) -> None:
     """Refuse (a :class:`~neurd.config.ConfigError` naming ``key``) a name of ``names`` that
     is not registered."""
-    from neurd.config import ConfigError
-
     if any(name not in _REGISTRY for name in names):
         load_entry_points()
     for index, name in enumerate(names):
@@ -125,8 +125,6 @@ def load_entry_points() -> list[str]:
     """Import every module of the entry-point group :data:`ENTRY_POINTS` not imported yet
     (each registers its algorithms on import); the names of the entry points loaded.  A name
     not registered is looked for here before it is refused."""
-    from importlib.metadata import entry_points
-
     loaded = []
     for point in entry_points(group=ENTRY_POINTS):
         if point.value in _LOADED:
