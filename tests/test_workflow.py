@@ -75,7 +75,7 @@ for name, columns in NEURAL_COLUMNS.items():  # the smoke scale's game, then all
     if name != "policies":
         TABLES[f"neural/{name}.parquet"] = columns
 # Columns that are legitimately all missing: reference solvers have no step size.
-ALL_NAN_ALLOWED = {"step_size"}
+ALL_NAN_ALLOWED = {"step_size", "diverged_at"}  # diverged_at: null where no run diverged
 SECTION_OF = {"matrix/": "matrix", "rps/": "rps", "tabular/": "tabular", "neural/": "neural"}
 FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn", "fig6",
            "fig6_smoke"]  # fig6_smoke: Fig 6 drawn from the tracked publication published/smoke

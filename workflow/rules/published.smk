@@ -28,7 +28,7 @@ if drawn(PUBLISHED):
             mem_mb=4000,
             runtime=10,
         params:
-            out_dir=res(f"published/{PUBLICATION}"),
+            out_dir=lambda w, output: os.path.dirname(os.path.dirname(output.config)),
         shell:
             "neurd published-tables --config {input.cfg} --out-dir {params.out_dir} > {log} 2>&1"
 
