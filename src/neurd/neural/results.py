@@ -259,10 +259,9 @@ def ci_table(cfg: Mapping, nashconv: pd.DataFrame, uniform: np.ndarray) -> pd.Da
                           values="nash_conv")  # a diverged run's NaN kept
         wide = wide.sort_index(axis=1, level=["iteration", "phase"])
         values = wide.to_numpy()
-        mean = low = high = np.full(values.shape[1], np.nan)
+        mean, low, high = (np.full(values.shape[1], np.nan) for _ in range(3))
         whole = ~np.isnan(values).any(axis=0)  # no seed has diverged there
         if len(wide) >= 2 and whole.any():
-            mean, low, high = (np.full(values.shape[1], np.nan) for _ in range(3))
             mean[whole], low[whole], high[whole] = bootstrap_mean_ci(
                 values[:, whole], resamples=b["resamples"], confidence=b["confidence"],
                 method=b["method"], seed=cfg["seed"])
