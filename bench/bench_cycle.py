@@ -3,8 +3,8 @@
 A cycle (:func:`neurd.neural.train.run_segment`, default spec but for the
 variant) is 4 critic updates and 1 policy update of every configuration.  Per
 game and number of configurations ``N`` (12, 60, 480: one, five, forty seeds
-x 2 algorithms x 6 entropy levels), every variant of
-:data:`neurd.neural.passes.VARIANTS` is compiled, then timed in rounds that
+x 2 algorithms x 6 entropy levels), every
+layout (:mod:`neurd.neural.layouts`) is compiled, then timed in rounds that
 take the variants in turn, so load on a shared machine falls on all of them
 alike; the ratio to the first variant is per round, then the median.  Wall
 and CPU (user + sys of the process, every thread) times are both reported,
@@ -31,7 +31,7 @@ from _machine import describe  # bench/_machine.py, beside this script
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import passes, train
+from neurd.neural import layouts, passes, train
 
 HEADING = "## Cycle variants, CPU"
 ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
@@ -44,7 +44,7 @@ def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
     the critic's pass over every information state; the first layer on the columns the
     variant uses."""
     columns = compiled.infostate_tensor.shape[1]
-    if passes.uses_columns(spec.cycle_variant):
+    if layouts.get(spec.cycle_variant).used_columns:
         columns = sum(b - a for a, b in passes.used_columns(compiled.infostate_tensor))
     widths = [compiled.infostate_tensor.shape[1], *spec.hidden, compiled.num_actions]
     full = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
@@ -113,7 +113,7 @@ def section(rows, command: str, load_before, load_after) -> str:
              f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}", "",
              "Milliseconds per learning cycle (4 critic updates and 1 policy update of every "
              "configuration; default spec, learned critic) of each cycle variant "
-             "(`neurd.neural.passes.VARIANTS`; `Spec.cycle_variant`), medians over rounds "
+             "(`neurd.neural.layouts`; `Spec.cycle_variant`), medians over rounds "
              "that take the variants in turn. Speed-up: the median over rounds of the "
              f"`{base}` variant's wall time over the variant's, measured in the same round. "
              "CPU ms: user + sys of every thread. GFLOP: the networks' products in one cycle "
@@ -126,8 +126,10 @@ def section(rows, command: str, load_before, load_after) -> str:
         lines.append(f"| {r['game']} | {r['configurations']} | {r['variant']} | "
                      f"{r['gflop']:.3g} | {r['wall_ms']:.1f} | {r['cpu_ms']:.1f} | "
                      f"{r['ratio']:.2f}x |")
-    lines += ["", "Variants: " + "; ".join(f"`{k}`: {v}" for k, v in passes.VARIANTS.items())
-              + f". Default: `{passes.DEFAULT}`, here `{passes.resolve(passes.DEFAULT)}`.", ""]
+    lines += ["", "Variants: " + "; ".join(f"`{k}`: {v.summary}"
+                                           for k, v in layouts.LAYOUTS.items())
+              + f". Default: `{layouts.DEFAULT}`, here `{layouts.resolve(layouts.DEFAULT)}`.",
+              ""]
     return "\n".join(lines)
 
 
@@ -149,8 +151,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=list(GAMES), choices=sorted(GAMES))
     parser.add_argument("--sizes", nargs="+", type=int, default=[12, 60, 480])
-    parser.add_argument("--variants", nargs="+", default=list(passes.VARIANTS),
-                        choices=sorted(passes.VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=list(layouts.LAYOUTS),
+                        choices=sorted(layouts.LAYOUTS))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.0, help="per variant and round")
     parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")))

@@ -34,7 +34,7 @@ from _machine import describe  # bench/_machine.py, beside this script
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import passes, train
+from neurd.neural import layouts, train
 from neurd.neural.networks import PRECISIONS
 
 ENTROPIES = bench_cycle.ENTROPIES  # the paper's six levels, per run seed
@@ -76,7 +76,7 @@ def first_product_rate(game, spec, repeats: int = 50) -> tuple[str, float]:
     """``(shape, GFLOP/s)``: one configuration's first-layer product on every information
     state (the columns the variant uses), alone, jitted; the fastest of ``repeats``."""
     tensors = np.asarray(game.tensors)
-    if passes.uses_columns(spec.cycle_variant):
+    if layouts.get(spec.cycle_variant).used_columns:
         tensors = np.concatenate([tensors[:, a:b] for a, b in game.used_columns], axis=1)
     rows, columns = tensors.shape
     width = spec.hidden[0] if spec.hidden else game.num_actions
@@ -129,7 +129,7 @@ def profile(game_name: str, seeds: int, variant: str, cycles: int, top: int) -> 
     summed = sum(total.values()) / cycles / 1e3
     product = first_product_rate(game, spec)
     configurations = 2 * len(ENTROPIES) * seeds
-    lines = [f"### {game_name}, N = {configurations}, variant `{passes.resolve(variant)}`",
+    lines = [f"### {game_name}, N = {configurations}, variant `{layouts.resolve(variant)}`",
              "", f"{plain:.1f} ms a cycle; {traced:.1f} ms under the profiler, of which the "
              f"operations below and the others sum to {summed:.1f} ms (on several threads "
              "at once where XLA splits an operation). One first-layer product of the "
@@ -157,8 +157,7 @@ def main(argv=None) -> int:
                         choices=sorted(GAMES))
     parser.add_argument("--seeds", type=int, default=5,
                         help="seeds: N = seeds x 2 algorithms x 6 entropy levels (default 5)")
-    parser.add_argument("--variant", default=passes.DEFAULT,
-                        choices=[passes.DEFAULT, *sorted(passes.VARIANTS)])
+    parser.add_argument("--variant", default=layouts.DEFAULT, choices=layouts.names())
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")),

@@ -1,14 +1,16 @@
-"""The cycle variants (``Spec.cycle_variant``, :mod:`neurd.neural.passes`): every variant gives the
-numbers of the first-written cycle up to float rounding after 10 cycles on every game, and
-each repeats bit for bit when compiled again."""
+"""The cycle's layouts (``Spec.cycle_variant``, :mod:`neurd.neural.layouts`): every layout gives
+the numbers of the first-written one (``vmap``) up to float rounding after 10 cycles on every
+game, and each repeats bit for bit when compiled again; a layout of a user's own is one class
+and one registration."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import passes, train
+from neurd.neural import arguments, layouts, passes, train
 
 CYCLES = 10
 # quantities that sum a cycle's metric over the segment: compared relative to their size
@@ -54,11 +56,11 @@ def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name
     nothing Kuhn's do not)."""
     game = train.neural_game(compiled[name])
     reference = _run(train.Spec(cycle_variant="vmap"), game, name)
-    for variant in passes.VARIANTS:
+    for variant in layouts.LAYOUTS:
         spec = train.Spec(cycle_variant=variant)
         first = _run(spec, game, name)
         _compare(reference, first, f"{name} {variant}")
-        if name != "kuhn" and variant != passes.resolve(passes.DEFAULT):
+        if name != "kuhn" and variant != layouts.resolve(layouts.DEFAULT):
             continue
         jax.clear_caches()  # compiled again: the same numbers, bit for bit
         assert _bitwise(first, _run(spec, game, name)), f"{name} {variant} does not repeat"
@@ -71,19 +73,26 @@ def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name
 def test_variants_agree_for_other_networks_and_the_exact_critic(compiled, setting):
     game = train.neural_game(compiled["kuhn"])
     reference = _run(train.Spec(cycle_variant="vmap", **setting), game, "kuhn")
-    for variant in passes.VARIANTS:
+    for variant in layouts.LAYOUTS:
         _compare(reference, _run(train.Spec(cycle_variant=variant, **setting), game, "kuhn"),
                  f"kuhn {setting} {variant}")
 
 
 def test_the_default_is_a_variant_and_an_unknown_one_is_refused():
-    assert train.Spec().cycle_variant == passes.DEFAULT == "auto"
-    assert set(passes.AUTO.values()) | {passes.AUTO_ELSEWHERE} <= set(passes.VARIANTS)
-    assert passes.resolve("auto") == passes.AUTO.get(jax.default_backend(),
-                                                     passes.AUTO_ELSEWHERE)
-    assert passes.resolve("joined") == "joined"
+    assert train.Spec().cycle_variant == layouts.DEFAULT == "auto"
+    assert set(layouts.AUTO.values()) | {layouts.AUTO_ELSEWHERE} <= set(layouts.LAYOUTS)
+    assert layouts.resolve("auto") == layouts.AUTO.get(jax.default_backend(),
+                                                       layouts.AUTO_ELSEWHERE)
+    assert layouts.resolve("joined") == "joined"
+    assert layouts.names() == ("auto", *sorted(layouts.LAYOUTS))
     with pytest.raises(ValueError, match="unknown cycle variant 'fast'"):
         train.Spec(cycle_variant="fast")
+    with pytest.raises(ValueError, match="already registered"):
+        layouts.register(layouts.Mapped("map", "again"))
+    with pytest.raises(ValueError, match="already registered"):
+        layouts.register(layouts.Vmapped("auto", "the default's name"))
+    with pytest.raises(TypeError, match="not a neurd.neural.layouts.Layout"):
+        layouts.register("map")
 
 
 def test_used_columns_are_the_non_zero_columns_as_runs(compiled):
@@ -96,3 +105,28 @@ def test_used_columns_are_the_non_zero_columns_as_runs(compiled):
         used = np.concatenate([np.arange(a, b) for a, b in runs])
         np.testing.assert_array_equal(
             used, np.flatnonzero(np.any(game.infostate_tensor != 0, axis=0)))
+
+
+class Unrolled(layouts.Layout):
+    """Each configuration's pass in turn, stacked (a Python loop, unrolled when traced): a
+    layout as a user would add one."""
+
+    def every(self, net, params):
+        count = jax.tree_util.tree_leaves(params)[0].shape[0]
+        return jnp.stack([self.one(net, jax.tree_util.tree_map(lambda x, i=i: x[i], params))
+                          for i in range(count)])
+
+
+def test_a_layout_of_ones_own_is_one_class_and_one_registration(compiled, monkeypatch):
+    """A subclass registered under a new name runs as ``Spec(cycle_variant=<name>)``, agrees
+    with ``vmap`` and is accepted by the run-time check; the registry is the validation."""
+    monkeypatch.setattr(layouts, "LAYOUTS", dict(layouts.LAYOUTS))
+    with pytest.raises(ValueError, match="unknown cycle variant 'unrolled'"):
+        train.Spec(cycle_variant="unrolled")
+    layouts.register(Unrolled("unrolled", "each configuration's pass in turn, stacked"))
+    assert "unrolled" in layouts.names()
+    game = train.neural_game(compiled["kuhn"])
+    reference = _run(train.Spec(cycle_variant="vmap"), game, "kuhn")
+    mine = _run(train.Spec(cycle_variant="unrolled"), game, "kuhn")
+    _compare(reference, mine, "kuhn unrolled")
+    arguments.check_run_time(train.Spec(cycle_variant="unrolled"))

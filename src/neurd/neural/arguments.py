@@ -53,12 +53,12 @@ def _field(key: str | None, plan) -> str:
 def check_run_time(spec) -> None:
     """Refuse the spec's run-time knobs (not config keys: how the cycle's program is laid out,
     :mod:`neurd.neural.variants`) unless they are a variant's, in one line naming the field."""
-    from neurd.neural import passes  # puts off JAX
+    from neurd.neural import layouts  # puts off JAX
 
-    layouts = (passes.DEFAULT, *sorted(passes.VARIANTS))
-    if not (isinstance(spec.cycle_variant, str) and spec.cycle_variant in layouts):
+    names = layouts.names()
+    if not (isinstance(spec.cycle_variant, str) and spec.cycle_variant in names):
         raise ConfigError(f"neural run: plan.spec.cycle_variant: {spec.cycle_variant!r} is not "
-                          f"one of {list(layouts)}")
+                          f"one of {list(names)}")
     if type(spec.unroll) is not int or spec.unroll not in variants.UNROLLS:
         raise ConfigError(f"neural run: plan.spec.unroll: {spec.unroll!r} is not one of "
                           f"{list(variants.UNROLLS)}")

@@ -20,9 +20,13 @@ readable top to bottom in :func:`cycle`:
    every legal action; or, with ``critic = "exact"``, the exact regularised
    ``q`` of the current policy (:mod:`neurd.tabular.histories`).
 
-:func:`run_segment` runs ``n`` cycles of every configuration: a
-``lax.fori_loop`` over cycles of one ``vmap`` over the configurations of
-every algorithm, in float32.  A cycle's five batches of episodes are drawn in
+:func:`cycle` runs one cycle of ``N`` configurations at once: the passes of
+the networks over every information state laid out for all of them by a
+**layout** (:mod:`neurd.neural.layouts`), each configuration's own arithmetic
+(its samples, its critic's steps, its ``q``, its algorithm's loss, its
+optimiser's step) under ``vmap``.  :func:`run_segment` runs ``n`` cycles of
+every configuration of every algorithm: a ``lax.fori_loop`` over
+:func:`cycle`, in float32.  A cycle's five batches of episodes are drawn in
 one pass of the sampler (they sample the same policy table; each batch from
 its own key, the very episodes a separate call would draw), and nothing in
 it indexes out of range or scatters: on a GPU it runs under XLA's
@@ -46,7 +50,7 @@ import optax
 from neurd import streams
 from neurd.games import CompiledGame
 from neurd.names import LEARNERS
-from neurd.neural import algorithms, losses, passes, sampler
+from neurd.neural import algorithms, layouts, losses, passes, sampler
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
@@ -78,15 +82,15 @@ class Spec:
     neurd_logits: str = "raw"  # NeuRD's y: "raw" or "centred" (neurd.neural.losses)
     loss_normalisation: str = "player_mean"  # or "batch_sum", "trajectory_mean"
     networks: str = "shared"  # or "per_player" (neurd.neural.networks)
-    # how a cycle's arithmetic is laid out (neurd.neural.passes.VARIANTS): no number's
-    # meaning changes, only float rounding
-    cycle_variant: str = passes.DEFAULT
+    # how a cycle's passes are laid out (a neurd.neural.layouts name; a run-time knob, not a
+    # config key): no number's meaning changes, only float rounding
+    cycle_variant: str = layouts.DEFAULT
     # cycles per iteration of the compiled cycle loop (neurd.neural.variants: the same
     # numbers up to float rounding)
     unroll: int = 1
 
     def __post_init__(self):
-        passes.check_variant(self.cycle_variant)
+        layouts.check(self.cycle_variant)
 
 
 @jax.tree_util.register_dataclass
@@ -250,25 +254,31 @@ def policy_step(spec: Spec, state: RunState, grads: dict):
 
 def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
           algorithm) -> RunState:
-    """``critic_updates`` critic steps, then one policy step (see the module docstring):
-    one configuration (the ``vmap`` variant runs it under ``vmap``).
-
-    ``algorithm``: the configuration's algorithm, its index in ``spec.algorithms``
-    (:func:`logit_gradient`).
-    """
-    # the policy network's one pass of the cycle: its outputs give the table every batch
-    # samples from, and its pullback the policy's gradient in step 2
-    logits, pullback = jax.vjp(partial(one_state_pass, spec, game), state.policy)
+    """One learning cycle of ``N`` configurations (see the module docstring): ``state``,
+    ``key [N, 2]``, ``eta [N]`` and ``algorithm [N]`` (each configuration's algorithm, its
+    index in ``spec.algorithms``: :func:`logit_gradient`) batched.  The passes over every
+    information state are laid out for all configurations at once by the layout
+    ``spec.cycle_variant`` names (:mod:`neurd.neural.layouts`); the rest is each
+    configuration's own arithmetic, under ``vmap``."""
+    layout, net = layouts.get(spec.cycle_variant), _pass(spec, game)
+    each = partial(jax.vmap, in_axes=(0, 0, 0, 0, None))
+    # 0. the policy network's one pass of the cycle: its outputs give the table every batch
+    #    samples from, and its pullback the policy's gradient in step 2
+    logits, pullback = layout.with_pullback(net, state.policy)
     table = masked_policy(logits, game.tree.legal)
-    critic, critic_state, critic_loss, weights = critic_steps(spec, game, state, table, key,
-                                                              eta, sign)
-    # 2. policy improvement at every visited information state, weighted by its visits
-    values = None if spec.critic == "exact" else one_state_pass(spec, game, critic)
-    q = policy_q(spec, game, table, values, eta, sign)
-    # the chain rule by hand: the loss's gradient in the logits, pulled back to the weights
-    by_logits, blocked = logit_gradient(spec, game, logits, q, weights, algorithm)
-    (grads,) = pullback(by_logits)
-    policy, policy_state = policy_step(spec, state, grads)
+    # 1. policy evaluation (the critic's steps) and the policy batch's state weights
+    critic, critic_state, critic_loss, weights = each(partial(critic_steps, spec, game))(
+        state, table, key, eta, sign)
+    # 2. policy improvement at every visited information state, weighted by its visits:
+    #    q from the critic's pass (or exactly), the algorithm's gradient in the logits,
+    #    pulled back to the weights by hand (the chain rule), and the optimiser's step
+    values = None if spec.critic == "exact" else layout.every(net, critic)
+    q = jax.vmap(partial(policy_q, spec, game), in_axes=(0, None if values is None else 0,
+                                                         0, None))(table, values, eta, sign)
+    by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
+                                                                       algorithm)
+    grads = pullback(by_logits)
+    policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
     # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
     # last cycle of a segment, run_segment's) makes the new one
     return RunState(policy=policy, critic=critic, policy_opt=policy_state,
@@ -276,68 +286,18 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
                     critic_loss=critic_loss, updates=state.updates + 1)
 
 
-def one_state_pass(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
-    """``[I, A]``: one configuration's network (policy or critic: the same shape) on every
-    information state, as ``spec.cycle_variant`` computes it (:mod:`neurd.neural.passes`)."""
-    mapped = passes.is_mapped(spec.cycle_variant)
-    if not (mapped or passes.uses_columns(spec.cycle_variant)):
-        net, _ = _networks(spec, game)
-        return net.apply({"params": params}, game.tensors, game.infostate_player)
-    return passes.apply_one(spec.networks, params, game.tensors, game.infostate_player,
-                            spec.precision, _runs(spec, game), own_pullback=mapped)
-
-
-def _runs(spec: Spec, game: NeuralGame):
-    return game.used_columns if passes.uses_columns(spec.cycle_variant) else None
+def _pass(spec: Spec, game: NeuralGame) -> layouts.Pass:
+    """What a layout's passes read: the network (policy and critic: the same shape) and
+    the game's tensors."""
+    net, _ = _networks(spec, game)
+    return layouts.Pass(net, spec.networks, spec.precision, game.tensors,
+                        game.infostate_player, game.used_columns)
 
 
 def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
-    """``[N, I, A]``: :func:`one_state_pass` of each of ``N`` configurations (``params``
-    batched), the joined variants' first layer one product for all of them."""
-    if passes.is_mapped(spec.cycle_variant):
-        return jax.lax.map(partial(one_state_pass, spec, game), params,
-                           batch_size=passes.MAP_BATCH)
-    if not passes.is_joined(spec.cycle_variant):
-        return jax.vmap(partial(one_state_pass, spec, game))(params)
-    return passes.apply_all(spec.networks, params, game.tensors, game.infostate_player,
-                            spec.precision, _runs(spec, game))
-
-
-def policy_pass(spec: Spec, game: NeuralGame, policy: dict):
-    """``(logits [N, I, A], pullback)``: the policy of ``N`` configurations on every
-    information state, and the function taking a gradient in the logits to one in the
-    weights (the mapped variants': a configuration at a time, its forward pass again)."""
-    if passes.is_mapped(spec.cycle_variant):
-        one = partial(one_state_pass, spec, game)
-
-        def pullback(by_logits):
-            return jax.lax.map(lambda pair: jax.vjp(one, pair[0])[1](pair[1])[0],
-                               (policy, by_logits), batch_size=passes.MAP_BATCH)
-
-        return every_state(spec, game, policy), pullback
-    logits, pullback = jax.vjp(partial(every_state, spec, game), policy)
-    return logits, lambda by_logits: pullback(by_logits)[0]
-
-
-def cycle_all(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
-              algorithm) -> RunState:
-    """:func:`cycle` of ``N`` configurations at once (``state``, ``key``, ``eta``,
-    ``algorithm`` batched): the passes over every information state for all of them at
-    once (:func:`every_state`), the rest of the cycle under ``vmap``."""
-    logits, pullback = policy_pass(spec, game, state.policy)
-    table = masked_policy(logits, game.tree.legal)
-    steps = jax.vmap(partial(critic_steps, spec, game), in_axes=(0, 0, 0, 0, None))
-    critic, critic_state, critic_loss, weights = steps(state, table, key, eta, sign)
-    values = None if spec.critic == "exact" else every_state(spec, game, critic)
-    q = jax.vmap(partial(policy_q, spec, game), in_axes=(0, None if values is None else 0,
-                                                         0, None))(table, values, eta, sign)
-    by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
-                                                                       algorithm)
-    grads = pullback(by_logits)
-    policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
-    return RunState(policy=policy, critic=critic, policy_opt=policy_state,
-                    critic_opt=critic_state, table=table, blocked=state.blocked + blocked,
-                    critic_loss=critic_loss, updates=state.updates + 1)
+    """``[N, I, A]``: the network of each of ``N`` configurations (``params`` batched) on
+    every information state, laid out as ``spec.cycle_variant`` says."""
+    return layouts.get(spec.cycle_variant).every(_pass(spec, game), params)
 
 
 def policy_table(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:
@@ -378,10 +338,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
 
     def body(i, state):
         cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
-        if passes.is_vmapped(spec.cycle_variant):
-            return jax.vmap(partial(cycle, spec, game), in_axes=(0, 0, 0, None, 0))(
-                state, cycle_keys, eta, sign, algorithm)
-        return cycle_all(spec, game, state, cycle_keys, eta, sign, algorithm)
+        return cycle(spec, game, state, cycle_keys, eta, sign, algorithm)
 
     if spec.unroll == 1:
         state = jax.lax.fori_loop(0, num_cycles, body, state)

@@ -12,7 +12,7 @@ that passes (:func:`choose`).
 The knobs, each with its default first:
 
 * ``layout``: the passes over every information state
-  (:data:`neurd.neural.passes.VARIANTS`);
+  (:mod:`neurd.neural.layouts`);
 * ``unroll``: the cycle loop unrolled by 1, 4 or 16 cycles;
 * ``command_buffers``: XLA's command buffers (CUDA graphs) as XLA's defaults
   have them, off, or with while loops and conditionals included (GPU only);
@@ -38,9 +38,9 @@ FLAG = "--xla_gpu_enable_command_buffer"
 
 
 def _layouts() -> tuple[str, ...]:
-    from neurd.neural import passes  # puts off JAX
+    from neurd.neural import layouts  # puts off JAX
 
-    return (passes.DEFAULT, *sorted(set(passes.VARIANTS) - {passes.DEFAULT}))
+    return layouts.names()
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def choose(passed: Mapping[str, bool], ms: Mapping[str, float]) -> str:
 
 def resolved_name(variant: Variant) -> str:
     """The name of the variant a program actually runs: ``variant``'s, its layout ``auto``
-    resolved for the default backend (:func:`neurd.neural.passes.resolve`; this starts JAX's
+    resolved for the default backend (:func:`neurd.neural.layouts.resolve`; this starts JAX's
     backend, so XLA_FLAGS must be set first).  What every piece of compute records."""
-    from neurd.neural import passes
+    from neurd.neural import layouts
 
-    return dataclasses.replace(variant, layout=passes.resolve(variant.layout)).name
+    return dataclasses.replace(variant, layout=layouts.resolve(variant.layout)).name

@@ -1,0 +1,232 @@
+"""How a cycle's passes over every information state are laid out: the **layouts**.
+
+A learning cycle (:func:`neurd.neural.train.cycle`) evaluates the policy
+network of every configuration on every information state, pulls its gradient
+back through that pass, and evaluates the critic on every information state.
+The input of these passes, the information-state tensor ``X [I, T]``, is the
+same for every configuration; only the weights differ.  A **layout** is how
+those passes are computed for ``N`` configurations at once: an object with
+three methods (:class:`Layout`), registered by name in :data:`LAYOUTS`.  The
+config-free run-time knob ``Spec.cycle_variant`` names one (the default,
+``auto``, is the layout :data:`AUTO` names for the backend: ``map_used`` on a
+CPU, and ``vmap``, the program as it was first written, on the backends it
+names none for).  Every layout computes the same function of the same weights,
+in float32: they differ by float rounding only (the order of a product's sums),
+and each repeats bit for bit on the same machine.
+
+* ``vmap``: each configuration's pass under one ``vmap`` (flax's modules).
+  XLA's CPU backend (JAX 0.10) already turns the vmapped first layer into one
+  product of ``X`` with every configuration's weights side by side, and its
+  weight gradient into one product too.
+* ``vmap_used``: ``vmap``, on the columns of ``X`` that are non-zero at some
+  information state only.  The others multiply their weights by exact zeros
+  (their weights get a zero gradient and never move), so dropping them changes
+  no number but the order of sums; Goofspiel's tensor has 50 such columns of
+  101, Leduc's 25 of 30, Kuhn's 8 of 11.
+* ``joined``: the first layer written explicitly as one product of ``X`` with
+  every configuration's first-layer weights side by side, ``[T, N*H]`` (its
+  pullback, the weight gradient, one product ``X^T [I, N*H]``); later layers
+  are products batched over the configurations.
+* ``joined_used``: ``joined`` on the non-zero columns only.
+* ``map``: one configuration at a time (``lax.map``), so that a
+  configuration's hidden layer (``I x H``, 1 MiB for Goofspiel) stays in the
+  CPU's cache, where the products of every configuration at once (``I x N x
+  H``, 65 MiB at ``N = 60``) go through memory; the pullback maps over the
+  configurations too, recomputing each one's forward pass (cheaper than storing
+  it).  The first layer's weight gradient is formed as ``X^T G``
+  (:func:`neurd.neural.passes.first_product`), ``G`` in the layout the pass
+  left it in: XLA's own transpose rule forms ``(G^T X)^T``, a copy of ``G``
+  and a product that XLA's CPU backend runs several times slower
+  (``bench/profile_cycle.py``; ``bench/NEURAL.md``).  One configuration a step,
+  as a batch of one (``lax.map``'s ``batch_size=1``): XLA's CPU backend runs
+  that program faster than the unbatched one, and faster than batches of
+  several configurations, whose batched products of the pullback take slow
+  paths (a cycle's operations under either: ``bench/profile_cycle.py``).
+* ``map_used``: ``map`` on the non-zero columns only.
+
+On the CPU the joined layouts are slower than the vmapped ones
+(``bench/NEURAL.md``): the product is the same one XLA forms, and the hidden
+layer's ``[I, N, H]`` layout costs transposes; they are kept for backends
+where XLA does not join the products itself.  The per-player networks
+(``neural.networks: per_player``) are two MLPs per configuration: the joined
+layouts treat them as ``2N`` configurations.
+
+**A layout of your own** is one subclass of :class:`Layout` (its
+:meth:`~Layout.every`, and :meth:`~Layout.with_pullback` where the
+differentiated :meth:`~Layout.every` is not the program wanted), registered with
+:func:`register`; ``Spec(cycle_variant=<its name>)`` then runs it, and
+``tests/test_neural_variants.py`` checks it against ``vmap`` when it is listed
+there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import flax.linen as nn
+import jax
+
+from neurd.neural import passes
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One network's pass over every information state: what a layout reads.
+
+    ``module``: the flax module (policy and critic are the same shape);
+    ``networks``: ``neural.networks`` (``shared`` or ``per_player``);
+    ``precision``: the products' (:data:`neurd.neural.networks.PRECISIONS`);
+    ``tensors [I, T]`` and ``players [I]``: the game's; ``columns``: the runs of the
+    tensor's non-zero columns (:func:`neurd.neural.passes.used_columns`).
+    """
+
+    module: nn.Module
+    networks: str
+    precision: str
+    tensors: jax.Array
+    players: jax.Array
+    columns: tuple
+
+
+class Layout:
+    """A layout of the passes (see the module).  ``name``: its registry key; ``summary``:
+    one line; ``used_columns``: whether its passes read the tensor's non-zero columns only.
+
+    ``params`` below are one configuration's network weights for :meth:`one`, and ``N``
+    configurations' (batched on a leading axis) for :meth:`every` and
+    :meth:`with_pullback`.
+    """
+
+    def __init__(self, name: str, summary: str, used_columns: bool = False):
+        self.name, self.summary, self.used_columns = name, summary, used_columns
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def runs(self, net: Pass):
+        """The column runs the passes read (``None``: every column)."""
+        return net.columns if self.used_columns else None
+
+    def one(self, net: Pass, params: dict) -> jax.Array:
+        """``[I, A]``: one configuration's network on every information state."""
+        if not self.used_columns:
+            return net.module.apply({"params": params}, net.tensors, net.players)
+        return passes.apply_one(net.networks, params, net.tensors, net.players,
+                                net.precision, self.runs(net))
+
+    def every(self, net: Pass, params: dict) -> jax.Array:
+        """``[N, I, A]``: each of ``N`` configurations' network on every information state."""
+        return jax.vmap(partial(self.one, net))(params)
+
+    def with_pullback(self, net: Pass, params: dict) -> tuple[jax.Array, Callable]:
+        """``(outputs [N, I, A], pullback)``: :meth:`every`, and the function taking a
+        gradient in its outputs to one in ``params`` (the policy's in a cycle)."""
+        outputs, pullback = jax.vjp(partial(self.every, net), params)
+        return outputs, lambda by_outputs: pullback(by_outputs)[0]
+
+
+class Vmapped(Layout):
+    """Each configuration's pass under one ``vmap`` (:class:`Layout`'s own methods)."""
+
+
+class Joined(Layout):
+    """The first layer one product of the tensor with every configuration's weights side by
+    side (:func:`neurd.neural.passes.apply_all`)."""
+
+    def every(self, net: Pass, params: dict) -> jax.Array:
+        return passes.apply_all(net.networks, params, net.tensors, net.players, net.precision,
+                                self.runs(net))
+
+
+class Mapped(Layout):
+    """One configuration at a time (``lax.map`` in batches of ``batch``), the pullback
+    recomputing each configuration's forward pass, the first layer's weight gradient formed
+    as ``X^T G`` (:func:`neurd.neural.passes.first_product`)."""
+
+    def __init__(self, name: str, summary: str, used_columns: bool = False, batch: int = 1):
+        super().__init__(name, summary, used_columns)
+        self.batch = batch
+
+    def one(self, net: Pass, params: dict) -> jax.Array:
+        return passes.apply_one(net.networks, params, net.tensors, net.players, net.precision,
+                                self.runs(net), own_pullback=True)
+
+    def every(self, net: Pass, params: dict) -> jax.Array:
+        return jax.lax.map(partial(self.one, net), params, batch_size=self.batch)
+
+    def with_pullback(self, net: Pass, params: dict) -> tuple[jax.Array, Callable]:
+        one = partial(self.one, net)
+
+        def pullback(by_outputs):
+            return jax.lax.map(lambda pair: jax.vjp(one, pair[0])[1](pair[1])[0],
+                               (params, by_outputs), batch_size=self.batch)
+
+        return self.every(net, params), pullback
+
+
+LAYOUTS: dict[str, Layout] = {}
+
+
+def register(layout: Layout) -> Layout:
+    """Add ``layout`` to :data:`LAYOUTS` under its name (refused if the name is taken or is
+    ``auto``); returns it."""
+    if not isinstance(layout, Layout):
+        raise TypeError(f"{layout!r} is not a neurd.neural.layouts.Layout")
+    if layout.name == DEFAULT or layout.name in LAYOUTS:
+        raise ValueError(f"a layout named {layout.name!r} is already registered")
+    LAYOUTS[layout.name] = layout
+    return layout
+
+
+DEFAULT = "auto"
+for _layout in (
+        Vmapped("vmap", "each configuration's passes under one vmap (flax's modules), as the "
+                "cycle was first written"),
+        Vmapped("vmap_used", "vmap, the passes over every information state on the "
+                "information-state tensor's non-zero columns only", used_columns=True),
+        Joined("joined", "the passes over every information state as one explicit product "
+               "for all configurations ([T, N*H]), outside the vmap"),
+        Joined("joined_used", "joined, on the information-state tensor's non-zero columns "
+               "only", used_columns=True),
+        # a batch of one, not lax.map's unbatched default (see the module docstring)
+        Mapped("map", "the passes over every information state one configuration at a time "
+               "(lax.map), the pullback recomputing its configuration's forward pass and "
+               "forming the first layer's weight gradient as X^T G"),
+        Mapped("map_used", "map, on the information-state tensor's non-zero columns only",
+               used_columns=True)):
+    register(_layout)
+
+# the default: the layout named here for the backend the program is compiled for.  On a
+# CPU, map_used runs Goofspiel's and Leduc's cycles fastest of the layouts at every size
+# measured (bench/NEURAL.md); a GPU allocation times every layout on its card and picks one
+AUTO: dict[str, str] = {"cpu": "map_used"}
+AUTO_ELSEWHERE = "vmap"  # as measured on a GPU before the layouts existed
+
+
+def names() -> tuple[str, ...]:
+    """Every name a run may give: ``auto`` first, then the registered layouts, sorted."""
+    return (DEFAULT, *sorted(LAYOUTS))
+
+
+def check(name) -> str:
+    """``name`` if it names a layout (or ``auto``); ValueError naming the choices."""
+    if not (isinstance(name, str) and name in names()):
+        raise ValueError(f"unknown cycle variant {name!r}: one of {sorted(LAYOUTS)} "
+                         f"or {DEFAULT!r}")
+    return name
+
+
+def resolve(name: str) -> str:
+    """The layout a program runs: ``auto`` is :data:`AUTO`'s for the default backend
+    (decided when the program is traced, as :func:`neurd.neural.sampler.visit_counts`)."""
+    check(name)
+    if name != DEFAULT:
+        return name
+    return AUTO.get(jax.default_backend(), AUTO_ELSEWHERE)
+
+
+def get(name: str) -> Layout:
+    """The :class:`Layout` ``name`` resolves to (:func:`resolve`)."""
+    return LAYOUTS[resolve(name)]
