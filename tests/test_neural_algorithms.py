@@ -39,8 +39,10 @@ def _gradient(name, beta=100.0):
 
 
 def test_the_built_in_algorithms_are_registered_the_papers_first():
-    assert algorithms.registered()[:4] == (NEURD, SPG, "rmpg", "rpg")
-    assert [algorithms.get(a).label for a in ("rmpg", "rpg")] == ["RMPG", "RPG"]
+    assert algorithms.registered()[:5] == (NEURD, SPG, "rmpg", "rpg", "a2c")
+    assert [algorithms.get(a).label for a in ("rmpg", "rpg", "a2c")] == ["RMPG", "RPG", "A2C"]
+    assert [algorithms.get(a).sampled for a in algorithms.registered()[:5]] == [
+        False, False, False, False, True]
 
 
 @pytest.mark.parametrize("name, formula", [
@@ -55,6 +57,55 @@ def test_each_loss_moves_the_logits_by_its_written_out_formula(name, formula):
     expected = np.where(np.asarray(LEGAL), formula(pi, advantage, w), 0.0)
     np.testing.assert_allclose(_gradient(name), expected, rtol=2e-6, atol=1e-7)
     assert np.all(_gradient(name)[~np.asarray(LEGAL)] == 0.0)
+
+
+# the policy batch's actions at the two states: 3 steps at the first (actions 0, 2, 2), one
+# at the second (action 1): the shares of the actions taken
+TAKEN = jnp.array([[1 / 3, 0.0, 2 / 3], [0.0, 1.0, 0.0]], jnp.float32)
+
+
+def _a2c_gradient(taken):
+    loss = algorithms.get("a2c").function()
+    return np.asarray(jax.grad(lambda y: loss(y, Q, LEGAL, WEIGHTS, 2.0, taken=taken)[0])(
+        LOGITS))
+
+
+def test_a2c_moves_the_logits_by_its_written_out_formula_and_is_spg_in_expectation():
+    """d/dy_b of -w sum_a t(a) log pi(a) A(a) is -w (t(b) A(b) - pi(b) sum_a t(a) A(a));
+    with the actions taken in proportion to the policy (t = pi) it is SPG's gradient."""
+    pi, advantage, w = _written_out()
+    taken = np.asarray(TAKEN, np.float64)
+    expected = -w * (taken * advantage - pi * (taken * advantage).sum(1, keepdims=True))
+    np.testing.assert_allclose(_a2c_gradient(TAKEN), np.where(np.asarray(LEGAL), expected, 0),
+                               rtol=2e-6, atol=1e-7)
+    assert np.all(_a2c_gradient(TAKEN)[~np.asarray(LEGAL)] == 0.0)
+    np.testing.assert_allclose(_a2c_gradient(jnp.asarray(pi, jnp.float32)), _gradient(SPG),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_openspiels_a2c_is_a2c_on_the_sampled_steps():
+    """OpenSpiel's ``BatchA2CLoss``: the mean over the sampled steps of the cross-entropy of
+    the taken action times its advantage (here ``q(x, a) - v(x)``), written out step by
+    step; the registry's a2c on the states' shares of the actions, each state weighted by
+    its share of the steps, is the same loss and gradient."""
+    steps = [(0, 0), (0, 2), (0, 2), (1, 1)]
+
+    def theirs(logits):
+        pi = jax.nn.softmax(jnp.where(LEGAL, logits, -jnp.inf), axis=1)
+        q = jnp.where(LEGAL, Q, 0.0)
+        advantages = jax.lax.stop_gradient(q - jnp.sum(pi * q, axis=1, keepdims=True))
+        log_pi = jax.nn.log_softmax(jnp.where(LEGAL, logits, -1e30), axis=1)
+        return jnp.mean(jnp.stack([-log_pi[x, a] * advantages[x, a] for x, a in steps]))
+
+    weights = jnp.array([3 / 4, 1 / 4], jnp.float32)
+    ours = algorithms.get("a2c").function()
+
+    def mine(logits):
+        return ours(logits, Q, LEGAL, weights, 2.0, taken=TAKEN)[0]
+
+    assert float(theirs(LOGITS)) == pytest.approx(float(mine(LOGITS)), rel=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.grad(theirs)(LOGITS)),
+                               np.asarray(jax.grad(mine)(LOGITS)), rtol=1e-5, atol=1e-7)
 
 
 def _openspiel_style(kind):
@@ -124,6 +175,18 @@ def test_a_users_algorithm_runs_beside_neurd_and_changes_none_of_its_numbers(hal
     assert np.isfinite(mine["nash_conv"]).all()
 
 
+def test_a2c_runs_beside_the_papers_two_and_changes_none_of_their_numbers():
+    """A2C reads the sampled actions (its shares counted only when a run names it): the
+    paper's two keep their numbers bit for bit, and A2C's own learning is finite and not
+    SPG's."""
+    kuhn = compile_game("kuhn_poker")
+    paper = experiment.run(kuhn, _plan((NEURD, SPG)))
+    three = experiment.run(kuhn, _plan((NEURD, SPG, "a2c")))
+    np.testing.assert_array_equal(three["nash_conv"][:, :4], paper["nash_conv"])
+    assert np.isfinite(three["nash_conv"]).all()
+    assert not np.array_equal(three["nash_conv"][:, 4:], paper["nash_conv"][:, 2:])
+
+
 def test_a_config_names_only_registered_algorithms(half):
     check_plan(_plan((NEURD, half.name)))
     with pytest.raises(ConfigError, match=r"plan.spec.algorithms.*'adam' is not registered"):
@@ -144,3 +207,53 @@ def test_an_entry_point_registers_an_algorithm_when_a_config_names_it(monkeypatc
     assert algorithms.get("doubled_spg").label == "DOUBLED_SPG"
     with pytest.raises(ConfigError, match=r"neural.algorithms\[1\]'.*'nope' is not registered"):
         algorithms.check_algorithms([NEURD, "nope"], "neural.algorithms")
+
+
+@pytest.mark.long
+def test_a_third_algorithm_goes_through_the_stage_to_its_tables(tmp_path):
+    """A config naming A2C beside the paper's two: the stage's job and table steps run it
+    (`neurd neural-run`, `neurd neural-table`), and every table holds its rows beside
+    NeuRD's and SPG's."""
+    import json
+    import subprocess
+    import sys
+
+    import pandas as pd
+    import yaml
+
+    from neurd import games
+    from neurd.stages import snapshot, validate
+
+    config = yaml.safe_load(open("workflow/config/default.yaml"))
+    config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 2,
+                             "seeds_per_job": 2, "seeds_per_batch": 2,
+                             "algorithms": [NEURD, SPG, "a2c"], "hidden_sizes": [16],
+                             "phase_iterations": {"kuhn": 80},
+                             "checkpoints": {"geometric": 2, "linear": 4},
+                             "final_checkpoints": 2})
+    validate(config, "workflow/schemas")
+    cfg = tmp_path / "neural.json"
+    cfg.write_text(json.dumps(snapshot(config, "neural")))
+    game_file = tmp_path / "kuhn.npz"
+    games.save(compile_game("kuhn_poker"), game_file)
+    run = [sys.executable, "-m", "neurd.cli"]
+    subprocess.run(run + ["neural-run", "--config", str(cfg), "--game", "kuhn", "--critic",
+                          "learned", "--chunk", "0", "--compiled", str(game_file),
+                          "--curves", str(tmp_path / "curves.parquet"),
+                          "--policies", str(tmp_path / "policies.parquet"),
+                          "--checkpoint", str(tmp_path / "checkpoint")],
+                   check=True, capture_output=True)
+    tables = {name: tmp_path / f"{name}.parquet"
+              for name in ("nashconv", "diagnostics", "summary", "ci")}
+    subprocess.run(run + ["neural-table", "--config", str(cfg), "--game", "kuhn",
+                          "--compiled", str(game_file),
+                          "--curves", str(tmp_path / "curves.parquet"),
+                          "--policies", str(tmp_path / "policies.parquet"),
+                          "--policies-out", str(tmp_path / "policies_out.parquet")]
+                   + [x for name, path in tables.items() for x in (f"--{name}", str(path))],
+                   check=True, capture_output=True)
+    for name, path in tables.items():
+        found = set(pd.read_parquet(path)["algorithm"])
+        assert found == {NEURD, SPG, "a2c"}, (name, found)
+    summary = pd.read_parquet(tables["summary"])
+    assert summary["final_nash_conv"].notna().all()

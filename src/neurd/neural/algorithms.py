@@ -11,6 +11,9 @@ algorithms differ in exactly this function.  Its signature (rlax's style of shap
 ``q`` is the action values the critic gives (a constant: the loss must not differentiate
 it), ``weights`` each state's weight in the loss, ``beta`` NeuRD's logit threshold and
 ``centre`` the ``neural.neurd_logits`` reading (both for the algorithms that use them).
+An algorithm of the sampled actions (``sampled=True``, as A2C) is called with one more
+keyword, ``taken [I, A]``: the share of the policy batch's steps at each state that took
+each action (a visited state's row sums to 1); the others see the states' weights only.
 
 =========  ==============================================  ======================================
 name       loss per state (``A = q - v``, ``v = sum pi q``)  where it is from
@@ -20,6 +23,8 @@ name       loss per state (``A = q - v``, ``v = sum pi q``)  where it is from
                                                            QPG is the same loss (tested)
 ``rmpg``   ``-sum_a pi(a) [A(a)]^+``                     OpenSpiel's ``BatchRMLoss``
 ``rpg``    ``sum_a [q(a) - v]^+``, ``v`` differentiated   OpenSpiel's ``BatchRPGLoss``
+``a2c``    ``-sum_a taken(a) log pi(a) A(a)``              OpenSpiel's ``BatchA2CLoss`` (sampled
+                                                           actions; its ``A`` from this ``q``)
 =========  ==============================================  ======================================
 
 (``A`` a constant where written so.)  A user adds an algorithm with :func:`register`, from
@@ -43,7 +48,7 @@ from neurd.config import ConfigError
 from neurd.names import ALGORITHM_LABELS, NEURD, SPG
 
 ENTRY_POINTS = "neurd.algorithms"
-RMPG, RPG = "rmpg", "rpg"
+RMPG, RPG, A2C = "rmpg", "rpg", "a2c"
 NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
@@ -57,6 +62,7 @@ class Algorithm:
     label: str
     loss: Callable | str
     source: str = ""
+    sampled: bool = False  # its loss reads the sampled actions (the keyword ``taken``)
 
     def function(self) -> Callable:
         """The loss itself."""
@@ -70,11 +76,12 @@ _REGISTRY: dict[str, Algorithm] = {}
 _LOADED: set[str] = set()  # the entry points imported
 
 
-def register(name: str, loss: Callable, label: str | None = None, source: str = ""
-             ) -> Algorithm:
+def register(name: str, loss: Callable, label: str | None = None, source: str = "",
+             sampled: bool = False) -> Algorithm:
     """Register ``loss`` as the algorithm ``name`` (lower case, digits and ``_``, at most 32
-    characters; ``label``: its name in figures, default ``name`` upper-cased).  A name
-    registered already with another loss is refused (register it once, at import)."""
+    characters; ``label``: its name in figures, default ``name`` upper-cased; ``sampled``:
+    its loss takes the keyword ``taken``, see the module).  A name registered already with
+    another loss is refused (register it once, at import)."""
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ValueError(f"algorithm name {name!r}: lower-case letters, digits and _, starting "
                          "with a letter, at most 32 characters")
@@ -82,7 +89,9 @@ def register(name: str, loss: Callable, label: str | None = None, source: str = 
         raise ValueError(f"algorithm {name!r}: its loss {loss!r} is not callable")
     if label is not None and not (isinstance(label, str) and label.strip()):
         raise ValueError(f"algorithm {name!r}: label {label!r} is not a non-empty string")
-    algorithm = Algorithm(name, label or name.upper(), loss, source)
+    if not isinstance(sampled, bool):
+        raise ValueError(f"algorithm {name!r}: sampled {sampled!r} is not True or False")
+    algorithm = Algorithm(name, label or name.upper(), loss, source, sampled)
     known = _REGISTRY.get(name)
     if known is not None and known.loss is not loss and known.loss != loss:
         raise ValueError(f"algorithm {name!r} is registered already (with "
@@ -144,3 +153,6 @@ register(RMPG, f"{_LOSSES}:rmpg_loss", "RMPG",
          "OpenSpiel rl_losses.BatchRMLoss (Srinivasan et al. 2018)")
 register(RPG, f"{_LOSSES}:rpg_loss", "RPG",
          "OpenSpiel rl_losses.BatchRPGLoss (Srinivasan et al. 2018)")
+register(A2C, f"{_LOSSES}:a2c_loss", "A2C",
+         "OpenSpiel rl_losses.BatchA2CLoss (sampled actions; advantage from the harness's q)",
+         sampled=True)

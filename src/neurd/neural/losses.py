@@ -14,7 +14,8 @@ SPG (all actions)     ``-sum_a pi(a|x) A(x, a)``        ``eta sum_a grad pi A``
 
 with ``A`` a constant (``stop_gradient``).  Beside them, OpenSpiel's other all-actions
 policy-gradient losses (``rl_losses.py``), for comparison: RMPG (:func:`rmpg_loss`) and RPG
-(:func:`rpg_loss`); its QPG is SPG's loss above.  The registry of the algorithms a run may
+(:func:`rpg_loss`), and its sampled-action A2C (:func:`a2c_loss`); its QPG is SPG's loss
+above.  The registry of the algorithms a run may
 name is :mod:`neurd.neural.algorithms`.  Losses sum over the legal actions
 and average over each player's valid steps (``weights``), then add the two
 players: the learning rates mean a step per average visited state.
@@ -121,6 +122,22 @@ def rmpg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
     del beta, centre
     advantage = jnp.maximum(advantages(logits, q, legal), 0.0)
     per_state = -jnp.sum(masked_policy(logits, legal) * advantage, axis=-1)
+    return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
+
+
+def a2c_loss(logits, q, legal, weights, beta: float, centre: bool = False, *, taken):
+    """A2C, the sampled-action form (OpenSpiel's ``BatchA2CLoss``, its advantage from this
+    harness's ``q``): ``-sum_x w(x) sum_a taken(x, a) log pi(a|x) A(x, a)``, ``A`` a
+    constant.  ``taken [I, A]``: the share of the policy batch's steps at ``x`` that took
+    ``a`` (each visited state's row sums to 1).  OpenSpiel's advantage is the sampled
+    return minus a learned state value; here it is the critic's (or the exact) ``q`` of the
+    taken action minus ``v = sum_a pi q``, so the algorithms differ in their loss only.  In
+    expectation over the taken actions (``taken = pi``) its gradient is SPG's."""
+    del beta, centre
+    advantage = advantages(logits, q, legal)
+    masked = jnp.where(legal, logits, -jnp.inf)
+    log_pi = jnp.where(legal, logits - jax.nn.logsumexp(masked, axis=-1, keepdims=True), 0.0)
+    per_state = -jnp.sum(jnp.where(legal, taken, 0.0) * log_pi * advantage, axis=-1)
     return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 

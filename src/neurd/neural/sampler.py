@@ -21,7 +21,7 @@ Shapes: ``N`` episodes, ``D`` the game's depth (steps, decisions or not).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax
 import jax.numpy as jnp
@@ -181,6 +181,18 @@ def counts_by_depth(infostate: jax.Array, valid: jax.Array, index: DepthIndex) -
              for d, ids in enumerate(index.infostates) if ids.shape[0]]
     counts = jnp.concatenate(parts + [jnp.zeros((1,), jnp.int32)])
     return counts[index.order].astype(jnp.float32)
+
+
+def action_shares(episodes: Episodes, num_infostates: int, num_actions: int,
+                  index: DepthIndex | None = None) -> jax.Array:
+    """``[I, A]``: the share of the episodes' steps at each information state that took
+    each action (a visited state's row sums to 1; 0 where none was taken): one
+    :func:`visit_counts` per action, so by the backend's way."""
+    counts = jnp.stack([visit_counts(replace(episodes, valid=episodes.valid
+                                             & (episodes.action == a)), num_infostates, index)
+                        for a in range(num_actions)], axis=-1)
+    total = jnp.sum(counts, axis=-1, keepdims=True)
+    return counts / jnp.maximum(total, 1.0)
 
 
 def visit_counts(episodes: Episodes, num_infostates: int, index: DepthIndex | None = None

@@ -181,7 +181,8 @@ def critic_steps(spec: Spec, game: NeuralGame, state: RunState, table: jax.Array
                  key: jax.Array, eta, sign):
     """One configuration's step 1 (``critic_updates`` critic steps on batches sampled from
     ``table``) and the policy batch's weights of step 2: ``(critic, critic optimiser state,
-    summed critic loss, [I] state weights)``."""
+    summed critic loss, [I] state weights, [I, A] shares of the actions taken)``, the shares
+    ``None`` unless an algorithm of ``spec`` reads the sampled actions."""
     _, critic_net = _networks(spec, game)
     _, critic_opt = _optimizers(spec)
     tree, tensors = game.tree, game.tensors
@@ -210,7 +211,11 @@ def critic_steps(spec: Spec, game: NeuralGame, state: RunState, table: jax.Array
                                                         game.depth_index),
                                    game.infostate_player, spec.loss_normalisation,
                                    spec.policy_batch)
-    return critic, critic_state, critic_loss, weights
+    taken = None
+    if any(algorithms.get(a).sampled for a in spec.algorithms):
+        taken = sampler.action_shares(batches[-1], tree.num_infostates, game.num_actions,
+                                      game.depth_index)
+    return critic, critic_state, critic_loss, weights, taken
 
 
 def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.Array | None,
@@ -224,17 +229,23 @@ def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.
 
 
 def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array,
-                   weights: jax.Array, algorithm):
+                   weights: jax.Array, algorithm, taken: jax.Array | None = None):
     """``(d loss / d logits [I, A], share blocked)``: step 2's loss of the configuration's
     algorithm (``algorithm``: its index in ``spec.algorithms``; a loss of
     :mod:`neurd.neural.algorithms`), differentiated in the logits.  Every algorithm's loss
-    is formed and the configuration's kept, so every algorithm runs in one ``vmap``."""
+    is formed and the configuration's kept, so every algorithm runs in one ``vmap``.
+    ``taken``: the shares of the actions taken (:func:`critic_steps`), for the algorithms
+    of the sampled actions."""
     legal = game.tree.legal
 
     def policy_loss(logits):
         centre = spec.neurd_logits == "centred"
-        found = [algorithms.get(a).function()(logits, q, legal, weights, spec.beta, centre)
-                 for a in spec.algorithms]
+        found = []
+        for name in spec.algorithms:
+            chosen = algorithms.get(name)
+            extra = {"taken": taken} if chosen.sampled else {}
+            found.append(chosen.function()(logits, q, legal, weights, spec.beta, centre,
+                                           **extra))
         kept = found[-1]
         for index in range(len(found) - 2, -1, -1):
             kept = tuple(jnp.where(algorithm == index, mine, other)
@@ -267,8 +278,8 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     logits, pullback = layout.with_pullback(net, state.policy)
     table = masked_policy(logits, game.tree.legal)
     # 1. policy evaluation (the critic's steps) and the policy batch's state weights
-    critic, critic_state, critic_loss, weights = each(partial(critic_steps, spec, game))(
-        state, table, key, eta, sign)
+    critic, critic_state, critic_loss, weights, taken = each(
+        partial(critic_steps, spec, game))(state, table, key, eta, sign)
     # 2. policy improvement at every visited information state, weighted by its visits:
     #    q from the critic's pass (or exactly), the algorithm's gradient in the logits,
     #    pulled back to the weights by hand (the chain rule), and the optimiser's step
@@ -276,7 +287,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     q = jax.vmap(partial(policy_q, spec, game), in_axes=(0, None if values is None else 0,
                                                          0, None))(table, values, eta, sign)
     by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
-                                                                       algorithm)
+                                                                       algorithm, taken)
     grads = pullback(by_logits)
     policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
     # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
