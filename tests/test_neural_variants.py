@@ -68,9 +68,11 @@ def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name
             assert _bitwise(first, reference)
 
 
-@pytest.mark.parametrize("setting", [dict(networks="per_player"), dict(hidden=(16, 8)),
+@pytest.mark.parametrize("setting", [dict(networks="per_player", hidden=(16, 8)),
                                      dict(critic="exact")])
 def test_variants_agree_for_other_networks_and_the_exact_critic(compiled, setting):
+    """Per-player networks of two hidden layers (one setting: each layout's per-player and
+    later-layer code at once), and the exact critic (no critic pass)."""
     game = train.neural_game(compiled["kuhn"])
     reference = _run(train.Spec(cycle_variant="vmap", **setting), game, "kuhn")
     for variant in layouts.LAYOUTS:
