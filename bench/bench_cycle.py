@@ -44,7 +44,7 @@ def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
     the critic's pass over every information state; the first layer on the columns the
     variant uses."""
     columns = compiled.infostate_tensor.shape[1]
-    if layouts.get(spec.cycle_variant).used_columns:
+    if layouts.get(spec.layout).used_columns:
         columns = sum(b - a for a, b in passes.used_columns(compiled.infostate_tensor))
     widths = [compiled.infostate_tensor.shape[1], *spec.hidden, compiled.num_actions]
     full = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
@@ -69,7 +69,7 @@ def bench_game(name: str, sizes, rounds: int, seconds: float, variants) -> list[
     rows = []
     for n in sizes:
         seeds = n // (2 * len(ENTROPIES))
-        specs = {v: train.Spec(cycle_variant=v) for v in variants}
+        specs = {v: train.Spec(layout=v) for v in variants}
         inputs = {v: _inputs(specs[v], game, name, seeds) for v in variants}
 
         def run(v, cycles, specs=specs, inputs=inputs):
@@ -113,7 +113,7 @@ def section(rows, command: str, load_before, load_after) -> str:
              f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}", "",
              "Milliseconds per learning cycle (4 critic updates and 1 policy update of every "
              "configuration; default spec, learned critic) of each cycle variant "
-             "(`neurd.neural.layouts`; `Spec.cycle_variant`), medians over rounds "
+             "(`neurd.neural.layouts`; `Spec.layout`), medians over rounds "
              "that take the variants in turn. Speed-up: the median over rounds of the "
              f"`{base}` variant's wall time over the variant's, measured in the same round. "
              "CPU ms: user + sys of every thread. GFLOP: the networks' products in one cycle "

@@ -75,7 +75,7 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
         start = time.perf_counter()
         run(2)
         cycles = max(2, int(seconds / max((time.perf_counter() - start) / 2, 1e-6)))
-        flop = cycle_flop(compiled, train.Spec(cycle_variant=layouts.resolve(spec.cycle_variant)),
+        flop = cycle_flop(compiled, train.Spec(layout=layouts.resolve(spec.layout)),
                           n)
         shares, cycle_rates, product_rates, ms = [], [], [], []
         for _ in range(rounds):
@@ -91,7 +91,7 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
             product_rates.append(plain)
             ms.append(wall * 1e3)
         rows.append(dict(game=name, configurations=n, processor=processor_model(),
-                         xla_isa=xla_isa(), variant=layouts.resolve(spec.cycle_variant),
+                         xla_isa=xla_isa(), variant=layouts.resolve(spec.layout),
                          gflop=flop / 1e9,
                          ms_per_cycle=statistics.median(ms),
                          cycle_gflops=statistics.median(cycle_rates),

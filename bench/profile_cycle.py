@@ -76,7 +76,7 @@ def first_product_rate(game, spec, repeats: int = 50) -> tuple[str, float]:
     """``(shape, GFLOP/s)``: one configuration's first-layer product on every information
     state (the columns the variant uses), alone, jitted; the fastest of ``repeats``."""
     tensors = np.asarray(game.tensors)
-    if layouts.get(spec.cycle_variant).used_columns:
+    if layouts.get(spec.layout).used_columns:
         tensors = np.concatenate([tensors[:, a:b] for a, b in game.used_columns], axis=1)
     rows, columns = tensors.shape
     width = spec.hidden[0] if spec.hidden else game.num_actions
@@ -96,7 +96,7 @@ def first_product_rate(game, spec, repeats: int = 50) -> tuple[str, float]:
 def _inputs(game_name: str, seeds: int, variant: str):
     compiled = games.compile_game(GAMES[game_name].string)
     game = train.neural_game(compiled)
-    spec = train.Spec(cycle_variant=variant)
+    spec = train.Spec(layout=variant)
     states, keys, etas = train.batch_inputs(spec, game, 0, game_name, tuple(range(seeds)),
                                             ENTROPIES)
     return spec, game, states, keys, etas

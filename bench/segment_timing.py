@@ -11,24 +11,22 @@ the checkpoint evaluation (:func:`checkpoint_seconds`) is this tree's only.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
-FLAG = "--xla_gpu_deterministic_ops=true"  # what the neural jobs set (neurd neural-run)
 ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)  # the paper's six levels, per run seed
 
 
 def worker_env(platform: str, flag: bool = True, src: Path = SRC) -> dict:
     """The environment of a worker of the source tree ``src`` on JAX's ``platform``, with
-    the neural jobs' deterministic-ops flag (or without it: ``flag=False``)."""
-    env = dict(os.environ, PYTHONPATH=str(src), JAX_PLATFORMS=platform,
-               XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if "deterministic_ops" not in f]
-    env["XLA_FLAGS"] = " ".join(flags + ([FLAG] if flag else []))
-    return env
+    the neural jobs' deterministic-ops flag (or without it: ``flag=False``): this tree's
+    :func:`neurd.neural.environment.job_environment` (called by the process that starts
+    the worker, which imports this tree)."""
+    from neurd.neural.environment import job_environment
+
+    return job_environment(platform, src, deterministic=flag)
 
 
 def make_spec(precision: str = "float32", critic: str | None = None,

@@ -15,6 +15,7 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -172,10 +173,11 @@ def test_the_slowest_of_jobs_timed_together_is_kept():
 
 
 def _bench():
-    """bench/gpu_allocation.py as a module."""
+    """bench/allocating, the allocation's package of concerns, as its modules."""
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        return importlib.import_module("gpu_allocation")
+        return SimpleNamespace(**{name: importlib.import_module(f"allocating.{name}") for name in (
+            "blocks", "checks", "measurement", "packs", "places", "processes", "report")})
     finally:
         sys.path.remove(str(ROOT / "bench"))
 
@@ -186,8 +188,9 @@ def test_what_prices_every_block_is_timed_first():
     the paper no lower than the full table does, and the first round's rows make a plan."""
     bench = _bench()
     cells = [f"{g}:{c}:{n}" for g in PAPER["games"]
-             for c in (("learned", "exact") if g == "kuhn" else ("learned",)) for n in bench.SIZES]
-    rounds = bench.measurement_order(cells)
+             for c in (("learned", "exact") if g == "kuhn" else ("learned",))
+             for n in bench.measurement.SIZES]
+    rounds = bench.measurement.measurement_order(cells)
     assert sorted(c for r in rounds for c in r) == sorted(cells) and len(rounds) == 2
     sizes = [int(c.rsplit(":", 1)[1]) for c in rounds[0]]
     assert set(sizes) == {480, 12} and sizes == sorted(sizes, reverse=True)
@@ -209,9 +212,9 @@ def test_a_cell_some_of_the_jobs_sharing_the_gpu_missed_is_dropped():
     row = {"game": "kuhn", "critic": "learned", "ms_per_cycle": 1.0}
     rows = [dict(row, configurations=480, slot=0), dict(row, configurations=480, slot=1),
             dict(row, configurations=12, slot=0)]
-    kept = _bench()._timed_by_all(rows, 2)
+    kept = _bench().measurement.timed_by_all(rows, 2)
     assert [(r["configurations"], r["slot"]) for r in kept] == [(480, 0), (480, 1)]
-    assert len(_bench()._timed_by_all(rows, 1)) == 3
+    assert len(_bench().measurement.timed_by_all(rows, 1)) == 3
 
 
 def test_a_timing_worker_runs_the_tree_it_is_given(tmp_path):
@@ -240,9 +243,10 @@ def test_a_baseline_without_its_own_games_is_skipped_and_said(tmp_path):
     bench = _bench()
     baseline = tmp_path / "baseline/src"
     baseline.mkdir(parents=True)
-    report = bench.Report(tmp_path / "out", 1)
+    report = bench.report.Report(tmp_path / "out", 1)
     report.work, report.games_dir = tmp_path / "work", tmp_path / "games"
-    rows = bench.measure(report, ["kuhn:learned:12"], 0.5, tmp_path / "cache", "cpu", baseline)
+    rows = bench.measurement.measure(report, ["kuhn:learned:12"], 0.5, tmp_path / "cache",
+                                     "cpu", baseline)
     assert rows == []
     said = [s for s in report.data["steps"] if s["step"] == "measure baseline"]
     assert said and "no games compiled by it" in said[0]["skipped"]
@@ -256,15 +260,15 @@ def test_a_profile_too_large_to_come_back_keeps_its_xplane_files(tmp_path):
     run.mkdir(parents=True)
     (run / "vm.xplane.pb").write_bytes(os.urandom(2**20))
     (run / "vm.trace.json.gz").write_bytes(os.urandom(16 * 2**20))
-    report = bench.Report(tmp_path / "out", 1)
+    report = bench.report.Report(tmp_path / "out", 1)
     report.work = tmp_path / "work"
-    bench.pack_profile(report)
+    bench.packs.pack_profile(report)
     with tarfile.open(tmp_path / "out/profile.tar.gz") as tar:
         assert [Path(n).name for n in tar.getnames() if n.endswith((".pb", ".gz"))] == [
             "vm.xplane.pb"]
     assert report.data["steps"][-1]["left_out"] == [".trace.json.gz"]
     (run / "vm.xplane.pb").write_bytes(os.urandom(16 * 2**20))
-    bench.pack_profile(report)
+    bench.packs.pack_profile(report)
     assert not (tmp_path / "out/profile.tar.gz").exists()
     assert report.data["steps"][-1]["dropped"] == "over 15 MiB"
 
@@ -316,10 +320,10 @@ def test_a_measuring_round_keeps_the_cells_it_timed(smoke_inputs, tmp_path):
     there), keep the first cell's rows, each job's, and the report says the round failed."""
     bench = _bench()
     root, _ = smoke_inputs
-    report = bench.Report(tmp_path / "out", 5)
+    report = bench.report.Report(tmp_path / "out", 5)
     report.work, report.games_dir = tmp_path / "work", root / "results/neural"
-    rows = bench._workers(report, "this x2", ["kuhn:learned:12", "absent:learned:12"],
-                          bench._env("cpu"), 2, [], 300)
+    rows = bench.measurement.workers(report, "this x2", ["kuhn:learned:12", "absent:learned:12"],
+                                     bench.places.environment("cpu"), 2, [], 300)
     assert [(r["game"], r["configurations"], r["parallel"]) for r in rows] == [
         ("kuhn", 12, 2)] * 2
     assert all(r["ms_per_cycle"] > 0 and r["finite"] for r in rows)
@@ -333,7 +337,7 @@ def test_a_timing_worker_whose_partner_is_gone_stops(smoke_inputs, tmp_path):
     timed alone would be dropped) and ends instead of waiting at every cell."""
     root, _ = smoke_inputs
     out = tmp_path / "rows.json"
-    env = _bench()._env("cpu")
+    env = _bench().places.environment("cpu")
     start = time.monotonic()
     done = subprocess.run([sys.executable, str(ROOT / "bench/gpu_allocation.py"), "worker",
                            "--games", str(root / "results/neural"), "--out", str(out),
@@ -442,9 +446,9 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     cache = tmp_path / "cache"
 
     def allocate(block, deadline):
-        report = bench.Report(tmp_path / f"out{len(list(tmp_path.glob('out*')))}", 5)
+        report = bench.report.Report(tmp_path / f"out{len(list(tmp_path.glob('out*')))}", 5)
         step = allocation.Allocation(1, [block])
-        found = bench.run_jobs(report, cfg, step, results, "cpu", cache,
+        found = bench.blocks.run_jobs(report, cfg, step, results, "cpu", cache,
                                time.monotonic() + deadline, folder)
         return report, found
 
@@ -453,11 +457,10 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     report, (finished, stopped) = allocate(piece, 120)
     assert not finished and len(stopped) == 1, report.data["jobs"]
     assert report.data["jobs"][0]["status"].startswith("in progress")
-    bench.pack_blocks(report, cfg, results, finished, stopped)
+    bench.packs.pack_blocks(report, cfg, results, finished, stopped)
     index = json.loads((report.out / "blocks.json").read_text())
     assert any(m["name"].endswith("in-progress/learned_s0-0/meta.json")
                for m in index["members"])
-    from types import SimpleNamespace
 
     from neurd.publish import _add  # the command's own step, as `make publish-blocks` runs it
     monkeypatch.setattr("neurd.publish._config_and_folder",
@@ -540,16 +543,16 @@ def test_an_allocation_runs_the_fastest_variant_that_passed_and_never_one_that_f
 
     bench = _bench()
     root, _ = smoke_inputs
-    report = bench.Report(tmp_path / "out", 10)
+    report = bench.report.Report(tmp_path / "out", 10)
     report.work, report.games_dir = tmp_path / "work", root / "results/neural"
     report.work.mkdir()
-    assert bench.check_device(report, root / "results/neural", "cpu", 300, ["kuhn"])
+    assert bench.checks.check_device(report, root / "results/neural", "cpu", 300, ["kuhn"])
     # three of them (each is a few processes): the default, another layout, an unrolled loop
     everyone = variants.candidates(gpu=False)
     candidates = [everyone[0], everyone[1], everyone[-1]]
     monkeypatch.setattr(variants, "candidates", lambda gpu=True: candidates)
     broken = candidates[-1].name
-    real = bench._run_all
+    real = bench.checks.run_all
 
     def run_all(jobs, seconds, limit=12):
         done = real(jobs, seconds, limit)
@@ -562,8 +565,8 @@ def test_an_allocation_runs_the_fastest_variant_that_passed_and_never_one_that_f
                                            for r in json.loads(out.read_text())]))
         return done
 
-    monkeypatch.setattr(bench, "_run_all", run_all)
-    chosen = bench.check_variants(report, ["kuhn"], "cpu", tmp_path / "cache", 600)
+    monkeypatch.setattr(bench.checks, "run_all", run_all)
+    chosen = bench.checks.check_variants(report, ["kuhn"], "cpu", tmp_path / "cache", 600)
     checked = {r["variant"]: r for r in report.data["variants"]["checked"]}
     assert set(checked) == {v.name for v in candidates}
     assert checked[broken]["passed"] is False and chosen != broken
@@ -580,7 +583,7 @@ def test_a_failed_block_says_why_in_the_allocation_log(tmp_path):
                    "call last):\n  File \"x.py\", line 1, in run\n    raise FloatingPointError("
                    "f\"...\")\nFloatingPointError: NashConv is not finite at iteration 778800 "
                    "for configuration ('neurd', 0.1, 3)\n")
-    assert _bench()._last_error(log) == ("FloatingPointError: NashConv is not finite at "
+    assert _bench().processes.last_error(log) == ("FloatingPointError: NashConv is not finite at "
                                          "iteration 778800 for configuration ('neurd', 0.1, 3)")
     log.write_text("killed\n")
-    assert _bench()._last_error(log) == "killed"
+    assert _bench().processes.last_error(log) == "killed"

@@ -35,7 +35,7 @@ SPEC_BAD = {
     "networks": ["triple", 2],
 }
 # the spec's run-time knobs (neurd.neural.variants), not config keys
-RUN_TIME_BAD = {"cycle_variant": ["fast", "", 1, None], "unroll": [0, 2, 3, "4", 4.0, True]}
+RUN_TIME_BAD = {"layout": ["fast", "", 1, None], "unroll": [0, 2, 3, "4", 4.0, True]}
 PLAN_BAD = {
     "game": ["Kuhn", "", 1, "k" * 33],
     "entropies": [(), (-0.1,), (101.0,), (NAN,), (0.1, 0.1), ("0.1",), 0.1],

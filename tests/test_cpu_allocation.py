@@ -177,7 +177,7 @@ def small(tmp_path_factory):
     from neurd.config import load_snapshot
 
     sys.path.insert(0, str(ROOT / "bench"))
-    import cpu_allocation
+    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
 
     root = tmp_path_factory.mktemp("cpu")
     cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"),
@@ -191,13 +191,13 @@ def small(tmp_path_factory):
     publication.init(root / "published", cfg)
     from neurd.revision import source_hash
 
-    cpu = cpu_allocation.processor()
+    cpu = cpu_run.processor()
     code = source_hash(ROOT / "src/neurd/neural", ROOT / "src/neurd/tabular")
     rows = [{"game": "kuhn", "critic": "learned", "configurations": n, "parallel": 1,
              "code": "this", "ms_per_cycle": 2.0, "checkpoint_seconds": 0.01,
              "startup_seconds": 5.0, "revision_code": code, "jax": cpu["jax"]}
             for n in (12, 24, 60, 120)]
-    cpu_allocation.keep_rows(root / "tables", cpu, rows)
+    cpu_run.keep_rows(root / "tables", cpu, rows)
     return root, cfg, cpu
 
 
@@ -324,16 +324,16 @@ def test_a_measurement_beside_busy_work_is_seen_as_such():
     import resource
 
     sys.path.insert(0, str(ROOT / "bench"))
-    import cpu_allocation
+    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
 
-    if cpu_allocation.busy_seconds() is None:
+    if cpu_run.busy_seconds() is None:
         pytest.skip("the system does not say how busy its CPU is (no /proc/stat)")
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    before, start = cpu_allocation.busy_seconds(), time.monotonic()
+    before, start = cpu_run.busy_seconds(), time.monotonic()
     busy = subprocess.Popen([sys.executable, "-c",
                              "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"])
     time.sleep(1.5)
-    share = cpu_allocation.others_share(before, usage.ru_utime + usage.ru_stime,
+    share = cpu_run.others_share(before, usage.ru_utime + usage.ru_stime,
                                         time.monotonic() - start)
     busy.wait()
-    assert share > cpu_allocation.QUIET_CORES, share
+    assert share > cpu_run.QUIET_CORES, share

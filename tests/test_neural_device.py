@@ -57,7 +57,7 @@ def test_a_learning_cycle_indexes_nothing_out_of_range(compiled, name, critic, m
     counts are checked unbatched, and the whole cycle with the visits counted as on an
     accelerator (no scatter: the test below shows it the same cycle bit for bit)."""
     game = train.neural_game(compiled[name])
-    spec = train.Spec(critic=critic, cycle_variant=layouts.resolve(layouts.DEFAULT))
+    spec = train.Spec(critic=critic, layout=layouts.resolve(layouts.DEFAULT))
     states, keys, _ = _setup(spec, game, name)
     checks = checkify.index_checks
     for index, algorithm in enumerate(spec.algorithms):
@@ -204,7 +204,7 @@ def test_a_cycle_counting_visits_the_accelerators_way_is_the_same_cycle(compiled
     game = train.neural_game(compiled[name])
     # the CPU's own cycle variant named, so that tracing as for a GPU changes only how the
     # visits are counted (``auto`` would resolve to the GPU's variant there)
-    spec = train.Spec(cycle_variant=layouts.resolve(layouts.DEFAULT))
+    spec = train.Spec(layout=layouts.resolve(layouts.DEFAULT))
     states, keys, _ = _setup(spec, game, name)
     state = jax.tree_util.tree_map(lambda x: x[1:2], states["neurd"])
 

@@ -1,4 +1,4 @@
-"""The cycle's layouts (``Spec.cycle_variant``, :mod:`neurd.neural.layouts`): every layout gives
+"""The cycle's layouts (``Spec.layout``, :mod:`neurd.neural.layouts`): every layout gives
 the numbers of the first-written one (``vmap``) up to float rounding after 10 cycles on every
 game, and each repeats bit for bit when compiled again; a layout of a user's own is one class
 and one registration."""
@@ -55,9 +55,9 @@ def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name
     of the larger games' other variants again would double the test's minutes and show
     nothing Kuhn's do not)."""
     game = train.neural_game(compiled[name])
-    reference = _run(train.Spec(cycle_variant="vmap"), game, name)
+    reference = _run(train.Spec(layout="vmap"), game, name)
     for variant in layouts.LAYOUTS:
-        spec = train.Spec(cycle_variant=variant)
+        spec = train.Spec(layout=variant)
         first = _run(spec, game, name)
         _compare(reference, first, f"{name} {variant}")
         if name != "kuhn" and variant != layouts.resolve(layouts.DEFAULT):
@@ -74,21 +74,21 @@ def test_variants_agree_for_other_networks_and_the_exact_critic(compiled, settin
     """Per-player networks of two hidden layers (one setting: each layout's per-player and
     later-layer code at once), and the exact critic (no critic pass)."""
     game = train.neural_game(compiled["kuhn"])
-    reference = _run(train.Spec(cycle_variant="vmap", **setting), game, "kuhn")
+    reference = _run(train.Spec(layout="vmap", **setting), game, "kuhn")
     for variant in layouts.LAYOUTS:
-        _compare(reference, _run(train.Spec(cycle_variant=variant, **setting), game, "kuhn"),
+        _compare(reference, _run(train.Spec(layout=variant, **setting), game, "kuhn"),
                  f"kuhn {setting} {variant}")
 
 
 def test_the_default_is_a_variant_and_an_unknown_one_is_refused():
-    assert train.Spec().cycle_variant == layouts.DEFAULT == "auto"
+    assert train.Spec().layout == layouts.DEFAULT == "auto"
     assert set(layouts.AUTO.values()) | {layouts.AUTO_ELSEWHERE} <= set(layouts.LAYOUTS)
     assert layouts.resolve("auto") == layouts.AUTO.get(jax.default_backend(),
                                                        layouts.AUTO_ELSEWHERE)
     assert layouts.resolve("joined") == "joined"
     assert layouts.names() == ("auto", *sorted(layouts.LAYOUTS))
     with pytest.raises(ValueError, match="unknown cycle variant 'fast'"):
-        train.Spec(cycle_variant="fast")
+        train.Spec(layout="fast")
     with pytest.raises(ValueError, match="already registered"):
         layouts.register(layouts.Mapped("map", "again"))
     with pytest.raises(ValueError, match="already registered"):
@@ -120,15 +120,15 @@ class Unrolled(layouts.Layout):
 
 
 def test_a_layout_of_ones_own_is_one_class_and_one_registration(compiled, monkeypatch):
-    """A subclass registered under a new name runs as ``Spec(cycle_variant=<name>)``, agrees
+    """A subclass registered under a new name runs as ``Spec(layout=<name>)``, agrees
     with ``vmap`` and is accepted by the run-time check; the registry is the validation."""
     monkeypatch.setattr(layouts, "LAYOUTS", dict(layouts.LAYOUTS))
     with pytest.raises(ValueError, match="unknown cycle variant 'unrolled'"):
-        train.Spec(cycle_variant="unrolled")
+        train.Spec(layout="unrolled")
     layouts.register(Unrolled("unrolled", "each configuration's pass in turn, stacked"))
     assert "unrolled" in layouts.names()
     game = train.neural_game(compiled["kuhn"])
-    reference = _run(train.Spec(cycle_variant="vmap"), game, "kuhn")
-    mine = _run(train.Spec(cycle_variant="unrolled"), game, "kuhn")
+    reference = _run(train.Spec(layout="vmap"), game, "kuhn")
+    mine = _run(train.Spec(layout="unrolled"), game, "kuhn")
     _compare(reference, mine, "kuhn unrolled")
-    arguments.check_run_time(train.Spec(cycle_variant="unrolled"))
+    arguments.check_run_time(train.Spec(layout="unrolled"))

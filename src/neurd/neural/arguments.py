@@ -56,8 +56,8 @@ def check_run_time(spec) -> None:
     from neurd.neural import layouts  # puts off JAX
 
     names = layouts.names()
-    if not (isinstance(spec.cycle_variant, str) and spec.cycle_variant in names):
-        raise ConfigError(f"neural run: plan.spec.cycle_variant: {spec.cycle_variant!r} is not "
+    if not (isinstance(spec.layout, str) and spec.layout in names):
+        raise ConfigError(f"neural run: plan.spec.layout: {spec.layout!r} is not "
                           f"one of {list(names)}")
     if type(spec.unroll) is not int or spec.unroll not in variants.UNROLLS:
         raise ConfigError(f"neural run: plan.spec.unroll: {spec.unroll!r} is not one of "

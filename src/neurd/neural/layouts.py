@@ -7,7 +7,7 @@ The input of these passes, the information-state tensor ``X [I, T]``, is the
 same for every configuration; only the weights differ.  A **layout** is how
 those passes are computed for ``N`` configurations at once: an object with
 three methods (:class:`Layout`), registered by name in :data:`LAYOUTS`.  The
-config-free run-time knob ``Spec.cycle_variant`` names one (the default,
+config-free run-time knob ``Spec.layout`` names one (the default,
 ``auto``, is the layout :data:`AUTO` names for the backend: ``map_used`` on a
 CPU, and ``vmap``, the program as it was first written, on the backends it
 names none for).  Every layout computes the same function of the same weights,
@@ -54,7 +54,7 @@ layouts treat them as ``2N`` configurations.
 **A layout of your own** is one subclass of :class:`Layout` (its
 :meth:`~Layout.every`, and :meth:`~Layout.with_pullback` where the
 differentiated :meth:`~Layout.every` is not the program wanted), registered with
-:func:`register`; ``Spec(cycle_variant=<its name>)`` then runs it, and
+:func:`register`; ``Spec(layout=<its name>)`` then runs it, and
 ``tests/test_neural_variants.py`` checks it against ``vmap`` when it is listed
 there.
 """

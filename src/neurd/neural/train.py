@@ -84,13 +84,13 @@ class Spec:
     networks: str = "shared"  # or "per_player" (neurd.neural.networks)
     # how a cycle's passes are laid out (a neurd.neural.layouts name; a run-time knob, not a
     # config key): no number's meaning changes, only float rounding
-    cycle_variant: str = layouts.DEFAULT
+    layout: str = layouts.DEFAULT
     # cycles per iteration of the compiled cycle loop (neurd.neural.variants: the same
     # numbers up to float rounding)
     unroll: int = 1
 
     def __post_init__(self):
-        layouts.check(self.cycle_variant)
+        layouts.check(self.layout)
 
 
 @jax.tree_util.register_dataclass
@@ -269,9 +269,9 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     ``key [N, 2]``, ``eta [N]`` and ``algorithm [N]`` (each configuration's algorithm, its
     index in ``spec.algorithms``: :func:`logit_gradient`) batched.  The passes over every
     information state are laid out for all configurations at once by the layout
-    ``spec.cycle_variant`` names (:mod:`neurd.neural.layouts`); the rest is each
+    ``spec.layout`` names (:mod:`neurd.neural.layouts`); the rest is each
     configuration's own arithmetic, under ``vmap``."""
-    layout, net = layouts.get(spec.cycle_variant), _pass(spec, game)
+    layout, net = layouts.get(spec.layout), _pass(spec, game)
     each = partial(jax.vmap, in_axes=(0, 0, 0, 0, None))
     # 0. the policy network's one pass of the cycle: its outputs give the table every batch
     #    samples from, and its pullback the policy's gradient in step 2
@@ -307,8 +307,8 @@ def _pass(spec: Spec, game: NeuralGame) -> layouts.Pass:
 
 def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     """``[N, I, A]``: the network of each of ``N`` configurations (``params`` batched) on
-    every information state, laid out as ``spec.cycle_variant`` says."""
-    return layouts.get(spec.cycle_variant).every(_pass(spec, game), params)
+    every information state, laid out as ``spec.layout`` says."""
+    return layouts.get(spec.layout).every(_pass(spec, game), params)
 
 
 def policy_table(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:

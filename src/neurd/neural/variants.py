@@ -87,7 +87,7 @@ def parse(name: str) -> Variant:
 def apply(spec, variant: Variant):
     """``spec`` (a :class:`neurd.neural.train.Spec`) run as ``variant``."""
     fields = {f.name for f in dataclasses.fields(spec)}
-    changes = {k: v for k, v in (("cycle_variant", variant.layout),
+    changes = {k: v for k, v in (("layout", variant.layout),
                                  ("unroll", variant.unroll)) if k in fields}
     if PRODUCTS[variant.products] is not None:
         changes["precision"] = PRODUCTS[variant.products]

@@ -41,6 +41,7 @@ from neurd.limits import MB, check_games, mlp_parameters, within
 from neurd.names import GAMES
 from neurd.neural import variants
 from neurd.neural.algorithms import check_algorithms
+from neurd.neural.environment import job_flags
 from neurd.neural.results import (
     CURVES_COLUMNS,
     LOGITS_COLUMNS,
@@ -369,18 +370,14 @@ def _run_step(args, cfg) -> None:
         raise ConfigError("JAX_ENABLE_X64 is set; the neural stage computes "
                           "in float32 (its exact evaluations switch float64 on for themselves):"
                           " unset it")
-    # On a GPU, scatter-adds (segment sums) are atomic and their order varies from run to
-    # run unless XLA is told to be deterministic; read when the backend starts, below.
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_gpu_deterministic_ops" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_gpu_deterministic_ops=true".strip()
-    from neurd.neural import experiment
-
     try:
         variant = variants.parse(args.variant)
     except ValueError as error:
         raise ConfigError(f"--variant: {error}") from None
-    os.environ["XLA_FLAGS"] = variants.xla_flags(variant, os.environ["XLA_FLAGS"])
+    # deterministic ops and the variant's flags, read when the backend starts, below
+    os.environ["XLA_FLAGS"] = job_flags(os.environ.get("XLA_FLAGS", ""), variant)
+    from neurd.neural import experiment
+
     job, which = _job(args, cfg)
     job = dataclasses.replace(job, spec=variants.apply(job.spec, variant))
     compiled = games.load_configured(args.compiled, args.game, cfg["game_strings"], "neural")

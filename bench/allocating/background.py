@@ -1,0 +1,280 @@
+"""A background allocation's lifecycle: where its files are, its start (detached, at nice 19,
+from a frozen copy of the code), its status, its stop, and what it left to publish
+(``bench/cpu_allocation.py`` says what each does)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+from allocating.places import ROOT
+
+LOCK = "running.json"
+CODE = ("src", "bench", "workflow")  # what the copy of the code holds (the config's schemas)
+
+
+class Places:
+    """The folders of one setting: inputs, publication, work, the pack, the throughput tables."""
+
+    def __init__(self, args):
+        self.results = Path(args.results).resolve()
+        self.publication = Path(args.publication).resolve()
+        self.work = Path(args.work).resolve()
+        self.out = Path(args.out).resolve()
+        self.tables = Path(args.tables).resolve()
+        self.lock = self.work / LOCK
+        self.log = self.work / "log.txt"
+        self.code = self.work / "code"
+        self.run = self.work / "run"
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs this command (not another that took its number)."""
+    try:
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return True  # no /proc: a live process of that number is taken for it
+    return "cpu_allocation.py" in command
+
+
+def running(places: Places) -> dict | None:
+    """The running allocation's lock record (pid, times, folders), or None; a lock left by
+    a process that is gone is removed."""
+    try:
+        record = json.loads(places.lock.read_text())
+    except (OSError, ValueError):
+        return None
+    if alive(int(record.get("pid", -1))):
+        return record
+    places.lock.unlink(missing_ok=True)
+    return None
+
+
+def save_json(path: Path, data) -> None:
+    """Write ``data`` as JSON whole or not at all (a temporary file renamed)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def clock(epoch: float) -> str:
+    return time.strftime("%H:%M UTC", time.gmtime(epoch))
+
+
+def shown(path) -> str:
+    """``path`` as a user reads it: relative to the current folder where it is inside it."""
+    path = Path(path)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def describe(record: dict) -> str:
+    return (f"pid {record['pid']}, started {clock(record['started'])}, ends "
+            f"{clock(record['ends'])}; log {shown(record['log'])}")
+
+
+def unpublished(out: Path, publication: Path) -> list[str]:
+    """The blocks (finished, or states in progress) packed in ``out`` that the publication
+    does not hold: a finished block not among its blocks, a state neither published as it is
+    (the same ``meta.json``) nor finished since."""
+    try:
+        index = json.loads((out / "blocks.json").read_text())
+    except (OSError, ValueError):
+        return []
+    try:
+        manifest = json.loads((publication / "manifest.json").read_text())
+    except (OSError, ValueError):
+        manifest = {"games": {}, "files": {}}
+    missing = []
+    for member in index.get("members", []):
+        parts = member["name"].split("/")
+        if len(parts) != 5 or parts[0] != "neural":
+            continue
+        game, kind, name, file = parts[1:]
+        entry = manifest["games"].get(game, {})
+        if kind == "blocks" and file == "curves.parquet" and name not in entry.get("blocks", []):
+            missing.append(f"{game}/{name}")
+        elif kind == "in-progress" and file == "meta.json" and name not in entry.get(
+                "blocks", []):
+            published = manifest.get("files", {}).get(member["name"], {})
+            if published.get("sha256") != member.get("sha256"):
+                missing.append(f"{game}/{name} (in progress)")
+    return missing
+
+
+def last_progress(log: Path) -> str | None:
+    """The last progress line a job wrote to its log."""
+    from neurd.progress import progress_message
+
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        message = progress_message(line)
+        if message is not None:
+            return message
+    return None
+
+
+def _frozen_code(places: Places, tree: bool = False) -> str:
+    """The commit checked out, its :data:`CODE` copied into ``<work>/code`` with its revision
+    file; what the working tree changes beside it is said, not copied (``tree``: the working
+    tree's :data:`CODE` instead, recorded as the commit with changes if it has any)."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout
+
+    from neurd.revision import git_revision, source_hash
+
+    shutil.rmtree(places.code, ignore_errors=True)
+    places.code.mkdir(parents=True)
+    if tree:
+        revision = git_revision(ROOT)
+        for name in CODE:
+            shutil.copytree(ROOT / name, places.code / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    else:
+        revision = {"commit": git("rev-parse", "HEAD").strip(), "dirty": False}
+        archive = subprocess.run(["git", "archive", "--format=tar", "HEAD", *CODE],
+                                 cwd=ROOT, capture_output=True, check=True).stdout
+        tar = places.code / "code.tar"
+        tar.write_bytes(archive)
+        with tarfile.open(tar) as members:
+            members.extractall(places.code, filter="data")
+        tar.unlink()
+        if git("status", "--porcelain", "--", *CODE).strip():
+            print(f"note: the allocation runs the commit checked out "
+                  f"({str(revision['commit'])[:10]}); the working tree's uncommitted changes "
+                  "to " + ", ".join(f"{c}/" for c in CODE) + " are not in it", flush=True)
+    save_json(places.code / "revision.json", {
+        "commit": revision["commit"], "dirty": revision["dirty"],
+        "source_hash": source_hash(places.code / "src" / "neurd")})
+    return str(revision["commit"])
+
+
+def start(args, places: Places) -> int:
+    """Check, copy the code, start ``run`` detached at nice 19; print where it logs."""
+    for key in ("minutes", "checkpoint_minutes"):
+        value = getattr(args, key)
+        if not (value == value and 0 < value < 1e4):
+            print(f"--{key.replace('_', '-')} must be a positive number of minutes, got "
+                  f"{value}", file=sys.stderr)
+            return 2
+    record = running(places)
+    if record is not None:
+        print(f"a CPU allocation is running already: {describe(record)}. See it with "
+              "`make cpu-allocation-status`, stop it with `make cpu-allocation-stop`",
+              file=sys.stderr)
+        return 2
+    snapshot = places.results / "config/neural.json"
+    games = json.loads(snapshot.read_text())["games"] if snapshot.is_file() else []
+    for path in [snapshot] + [places.results / f"neural/{g}/game.npz" for g in games]:
+        if not path.is_file():
+            print(f"{path} is missing: make paper-inputs", file=sys.stderr)
+            return 2
+    left = unpublished(places.out, places.publication)
+    if left:
+        print(f"{shown(places.out)} holds a pack not yet published ({', '.join(left)}): "
+              f"publish it first (make publish-blocks FROM={shown(places.out)}) and commit, or "
+              "give another "
+              "OUT", file=sys.stderr)
+        return 2
+    places.work.mkdir(parents=True, exist_ok=True)
+    try:  # the lock: only one allocation at a time, whoever starts it
+        handle = os.open(places.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        print(f"a CPU allocation is starting already ({places.lock})", file=sys.stderr)
+        return 2
+    os.close(handle)
+    try:
+        commit = _frozen_code(places, args.code == "tree")
+        now = time.time()
+        ends = now + 60.0 * args.minutes
+        command = [sys.executable, str(places.code / "bench" / "cpu_allocation.py"), "run",
+                   "--ends", f"{ends:.3f}", "--minutes", str(args.minutes),
+                   "--checkpoint-minutes", str(args.checkpoint_minutes),
+                   *[f"--{k}={getattr(places, k)}" for k in ("results", "publication", "work",
+                                                             "out", "tables")]]
+        with open(places.log, "w") as log:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                       preexec_fn=lambda: os.nice(19), cwd=places.code)
+        record = {"pid": process.pid, "started": now, "ends": ends, "minutes": args.minutes,
+                  "commit": commit, "log": str(places.log), "out": str(places.out)}
+        save_json(places.lock, record)
+    except BaseException:
+        places.lock.unlink(missing_ok=True)
+        raise
+    print(f"CPU allocation started: {describe(record)}.\nSee it with `make "
+          "cpu-allocation-status`; when it has ended, publish what it made with `make "
+          f"publish-blocks FROM={shown(places.out)}` and commit.", flush=True)
+    return 0
+
+
+def status(places: Places) -> int:
+    """What the allocation does now, or what the last one left."""
+    record = running(places)
+    try:
+        report = json.loads((places.out / "allocation.json").read_text())
+    except (OSError, ValueError):
+        report = None
+    if record is not None:
+        print(f"CPU allocation running: {describe(record)}; "
+              f"{max(record['ends'] - time.time(), 0) / 60:.0f} min left")
+    else:
+        print("no CPU allocation is running")
+    if report is None:
+        return 0
+    current = report.get("current") if record is not None else None
+    if current:
+        print(f"  now: {current['block']}: "
+              f"{last_progress(Path(current['log'])) or 'starting'}")
+    jobs = report.get("jobs", [])
+    if jobs:
+        print("  jobs: " + "; ".join(f"{j['block']} {j['status'].split(' (')[0]}"
+                                     + (f" in {j['seconds'] / 60:.1f} min" if "seconds" in j
+                                        else "") for j in jobs))
+    done = [s for s in report.get("steps", []) if s["step"] == "done"]
+    if record is None and done:
+        left = unpublished(places.out, places.publication)
+        print(f"  the last one ended at {report.get('ended', '?')}: "
+              + (f"{len(left)} packed, not yet published: make publish-blocks "
+                 f"FROM={shown(places.out)}, then commit" if left
+                 else "nothing left to publish"))
+    print(f"  log: {shown(places.log)}")
+    return 0
+
+
+def stop(places: Places, wait: float = 180.0) -> int:
+    """Stop the running allocation now: its job killed (a block of one critic keeps the state
+    it saved last), what it made packed; wait for it to end."""
+    record = running(places)
+    if record is None:
+        print("no CPU allocation is running")
+        return 0
+    os.kill(int(record["pid"]), signal.SIGTERM)
+    until = time.monotonic() + wait
+    while alive(int(record["pid"])) and time.monotonic() < until:
+        time.sleep(0.5)
+    if alive(int(record["pid"])):
+        print(f"the allocation (pid {record['pid']}) has not ended after {wait:.0f} s; see "
+              f"{shown(record['log'])}", file=sys.stderr)
+        return 1
+    print(f"stopped; what it made is packed in {shown(record['out'])}: make publish-blocks "
+          f"FROM={shown(record['out'])}, then commit")
+    return 0
+
