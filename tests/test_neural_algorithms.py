@@ -4,6 +4,8 @@ written out beside them), a user's algorithm registers from Python or an entry p
 runs beside NeuRD without changing NeuRD's numbers, and a config names only registered
 algorithms."""
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -257,3 +259,31 @@ def test_a_third_algorithm_goes_through_the_stage_to_its_tables(tmp_path):
         assert found == {NEURD, SPG, "a2c"}, (name, found)
     summary = pd.read_parquet(tables["summary"])
     assert summary["final_nash_conv"].notna().all()
+
+
+def test_the_shares_of_the_actions_taken_are_counted_from_the_episodes(monkeypatch):
+    """``sampler.action_shares``, what A2C reads: the share of each state's sampled steps
+    that took each action, counted here step by step from the same episodes, by the CPU's
+    way and by the accelerators' (no scatter)."""
+    from neurd.neural import sampler
+    from neurd.neural.networks import masked_policy
+
+    game = train.neural_game(compile_game("leduc_poker"))
+    legal = game.tree.legal
+    table = masked_policy(jnp.zeros(legal.shape, jnp.float32), legal)
+    episodes = sampler.sample_batches(game.tree, table, [jax.random.key(3)], (64,),
+                                      jnp.float32(0.0), jnp.float32(1.0))[0]
+    counts = np.zeros(legal.shape)
+    for x, a, valid in zip(*(np.asarray(v).ravel() for v in (
+            episodes.infostate, episodes.action, episodes.valid))):
+        if valid:  # a decision (elsewhere the action is a chance outcome or a child slot)
+            counts[x, a] += 1
+    expected = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    assert counts.sum() > 64 and np.all(np.asarray(legal)[counts > 0])
+    shares = sampler.action_shares(episodes, *legal.shape, game.depth_index)
+    np.testing.assert_allclose(np.asarray(shares), expected, rtol=1e-6, atol=0)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # traced as for a GPU
+    for index in (None, game.depth_index):
+        shares = jax.jit(partial(sampler.action_shares, num_infostates=legal.shape[0],
+                                 num_actions=legal.shape[1], index=index))(episodes)
+        np.testing.assert_allclose(np.asarray(shares), expected, rtol=1e-6, atol=0)
