@@ -172,6 +172,31 @@ def test_the_new_claim_fails_naming_the_runs_and_passes_without_one():
         "NeuRD alpha 0 seed 2 at iteration 14000; and 3 more"))
 
 
+def test_a_run_of_the_exact_critic_that_diverged_is_counted_and_named():
+    """The exact critic's runs beside the learned ones (Kuhn's) count among a game's runs:
+    one that diverged fails the claim, named with its critic, and its pair is left out of
+    the exact critic's claim."""
+    t = _tables()
+    t["diagnostics"] = pd.concat([t["diagnostics"], t["diagnostics"].assign(critic="exact")],
+                                 ignore_index=True)
+    clean = _claim(_make(t)[1], "without diverging")
+    assert clean.verdict == "pass" and clean.measured.endswith("none of the 48 runs diverged")
+    d = t["diagnostics"]
+    lost = ((d.critic == "exact") & (d.algorithm == NEURD) & (d.entropy == 0.1) & (d.seed == 1)
+            & (d.iteration >= AT))
+    d.loc[lost, "nash_conv"] = np.nan
+    claims = _make(t)[1]
+    one = _claim(claims, "without diverging")
+    assert one.verdict == "fail" and one.value == 1
+    assert one.measured.endswith("1 of 48 runs diverged (NashConv not finite from there on, "
+                                 "left out of the other rows): NeuRD alpha 0.1 seed 1 (exact "
+                                 "critic) at iteration 12000")
+    assert "left out: 1 of the 12 (entropy, seed) pairs" in _claim(claims, "exact q").measured
+    runs = fig6.every_diverged_run(t["summary"], t["diagnostics"], "kuhn")
+    assert runs[["critic", "algorithm", "seed", "diverged_at"]].values.tolist() == [
+        ["exact", NEURD, 1, AT]]
+
+
 def test_no_run_diverged_is_as_before_with_or_without_the_column():
     """A summary with ``diverged_at`` all null, and one from before the column, give the
     same figure and the same claims; every claim but the new one as test_figures_fig6's."""

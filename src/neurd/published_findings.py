@@ -49,7 +49,8 @@ def findings(folder: str | Path) -> str:
             "the Fig 6 findings above are the default scale's alone.")])
     curves = check_content(folder, manifest, cfg)
     tables = fig6_tables(curves, folder, manifest, cfg)
-    diverged = {g: len(fig6.diverged_runs(tables["summary"], g)) for g in entries}
+    diverged = {g: len(fig6.every_diverged_run(tables["summary"], tables["diagnostics"], g))
+                for g in entries}
     claims = fig6.claims(tables["nashconv"], tables["nashconv_ci"], tables["summary"],
                          tables["diagnostics"], cfg, name)
     lines = [_seeds_line(name, cfg, entries, diverged), "",

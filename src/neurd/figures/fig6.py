@@ -94,6 +94,39 @@ def diverged_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
     return rows[rows.diverged_at.notna()].sort_values(["algorithm", "entropy", "seed"])
 
 
+def exact_critic_runs(diagnostics: pd.DataFrame, game: str) -> pd.DataFrame:
+    """A game's runs with the exact critic beside the learned one (the runs of
+    :func:`_exact_critic_claim`; none where the game has no such runs): ``algorithm, entropy,
+    seed, diverged_at``, the first iteration (in the order of phases) whose NashConv was not
+    finite, null for a run that reached its end."""
+    rows = diagnostics[diagnostics.game == game]
+    columns = ["algorithm", "entropy", "seed", "diverged_at"]
+    if not {"exact", "learned"} <= set(rows.critic):
+        return pd.DataFrame(columns=columns)
+    out = []
+    for key, run in rows[rows.critic == "exact"].groupby(columns[:3], sort=True):
+        run = run.sort_values(["phase", "iteration"])
+        lost = run.nash_conv.isna().to_numpy()
+        out.append((*key, int(run.iteration.to_numpy()[lost.argmax()]) if lost.any() else None))
+    frame = pd.DataFrame(out, columns=columns)
+    frame["diverged_at"] = frame.diverged_at.astype("Int64")
+    return frame
+
+
+def every_diverged_run(summary: pd.DataFrame, diagnostics: pd.DataFrame, game: str
+                       ) -> pd.DataFrame:
+    """A game's runs that diverged under either critic: :func:`diverged_runs` (the learned
+    critic's, or the config's main critic's) and the exact critic's beside them, with a
+    ``critic`` column (``main`` or ``exact``)."""
+    exact = exact_critic_runs(diagnostics, game)
+    exact = exact[exact.diverged_at.notna()].assign(critic="exact")
+    main = diverged_runs(summary, game).assign(critic="main")
+    if "diverged_at" not in main:  # a summary from before the column: none diverged
+        main = main.assign(diverged_at=pd.array([], dtype="Int64"))
+    columns = ["critic", "algorithm", "entropy", "seed", "diverged_at"]
+    return pd.concat([main[columns], exact[columns]], ignore_index=True)
+
+
 def finished_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
     """A game's runs that did not diverge: those with a final and an average NashConv."""
     return summary[summary.game == game].drop(diverged_runs(summary, game).index)
@@ -506,12 +539,14 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
         PAIRED_CRITERION, (check,), "fail", difference)
 
 
-def _diverged_claim(game, summary, note) -> Claim:
-    """The verdict: no run of the game diverged (the paper's curves all reach their end).
-    The value: how many runs diverged; the row names the first :data:`NAMED` of them."""
-    runs = diverged_runs(summary, game)
-    total = int((summary.game == game).sum())
-    named = [f"{style.LABELS[r.algorithm]} alpha {fmt(r.entropy)} seed {r.seed} at iteration "
+def _diverged_claim(game, summary, diagnostics, note) -> Claim:
+    """The verdict: no run of the game diverged (the paper's curves all reach their end),
+    the exact critic's runs beside the learned ones included.  The value: how many runs
+    diverged; the row names the first :data:`NAMED` of them."""
+    runs = every_diverged_run(summary, diagnostics, game)
+    total = int((summary.game == game).sum()) + len(exact_critic_runs(diagnostics, game))
+    named = [f"{style.LABELS[r.algorithm]} alpha {fmt(r.entropy)} seed {r.seed}"
+             f"{' (exact critic)' if r.critic == 'exact' else ''} at iteration "
              f"{int(r.diverged_at)}" for r in runs.head(NAMED).itertuples()]
     more = f"; and {len(runs) - NAMED} more" if len(runs) > NAMED else ""
     measured = f"none of the {total} runs diverged"
@@ -542,7 +577,7 @@ def claims(nashconv, ci, summary, diagnostics, cfg, scale: str | None = None) ->
         exact = _exact_critic_claim(game, diagnostics, note, cfg)
         if exact is not None:
             rows.append(exact)
-        rows.append(_diverged_claim(game, summary, note))
+        rows.append(_diverged_claim(game, summary, diagnostics, note))
     return rows
 
 
