@@ -35,7 +35,7 @@ def test_a_jobs_environment_names_its_tree_platform_memory_and_cache(tmp_path):
     assert shared["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
     assert shared["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
     assert shared["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.30"
-    for fraction in (0, 1.5, float("nan")):
+    for fraction in (0, -0.5, 1.5, 1e300, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="memory_fraction"):
             job_environment("cuda", "src", base=base, memory_fraction=fraction)
     with pytest.raises(ValueError, match="not a name"):
