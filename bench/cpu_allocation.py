@@ -25,8 +25,8 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
    only where nothing else kept the CPU busy meanwhile, other processes or the hypervisor
    taking its time (steal): a measurement at nice 19 beside busy work would price every
    later block too high);
-2. **plans** (:func:`neurd.allocation.cpu_plan`): the published blocks in progress first,
-   then Kuhn, Leduc and Goofspiel in that order, in blocks that finish in the time left, the
+2. **plans** (:func:`neurd.cpu_allocation.next_allocation`): the published blocks in progress
+   first, then Kuhn, Leduc and Goofspiel in that order, in blocks that finish in the time left, the
    last continuing in the next allocation if the repository has room for its state; after
    each block it plans again, from the time left and the pace of the last block against its
    prediction (the foreground work takes the CPU from a job at nice 19);

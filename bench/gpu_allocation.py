@@ -22,7 +22,7 @@ most 16 MiB).  Within ``--minutes`` this command
    What prices the plan comes first: every game at N = 480 and 12 with 1, 2 and 3
    jobs, then the other sizes, then the baseline; each round keeps the cells it
    timed when the budget ends it, so a short budget still prices every block.
-3. **plans** (:func:`neurd.allocation.plan`): the seed blocks that fit what is
+3. **plans** (:func:`neurd.allocation.next_allocation`): the seed blocks that fit what is
    left, the paper's length first (every game with a seed) then seeds, from the
    measured (or given) throughput and the seeds the publication already has;
    every block predicted to finish, none started that would not.

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from neurd import allocation
-from neurd.allocation import Throughput
+from neurd.costs import Bytes, Throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = {"games": ["kuhn", "leduc", "goofspiel"], "algorithms": ["neurd", "spg"],
@@ -60,9 +60,9 @@ def _seeds(step, game, critic="learned"):
 # bytes per seed the repository gains (a finished block, a block-in-progress state): small
 # enough that the history cap never binds, and the paper config's own (resume_states.
 # bytes_per_seed at the paper scale, rounded up)
-SMALL = allocation.Bytes(block={g: 1e5 for g in PAPER["games"]},
+SMALL = Bytes(block={g: 1e5 for g in PAPER["games"]},
                          state={g: 1e5 for g in PAPER["games"]})
-PAPER_BYTES = allocation.Bytes(block={"kuhn": 0.41e6, "leduc": 0.52e6, "goofspiel": 0.86e6},
+PAPER_BYTES = Bytes(block={"kuhn": 0.41e6, "leduc": 0.52e6, "goofspiel": 0.86e6},
                                state={"kuhn": 0.3e6, "leduc": 1.0e6, "goofspiel": 2.7e6})
 
 
@@ -74,7 +74,7 @@ def _schedule(rows, seconds=8 * 60, bytes_=SMALL, **keywords):
 def test_no_planned_block_overruns_its_slot():
     throughput = Throughput(H200)
     for seconds in (120, 300, 480, 900):
-        step = allocation.plan(PAPER, {}, throughput, seconds, bytes_=SMALL)
+        step = allocation.next_allocation(PAPER, {}, throughput, seconds, bytes_=SMALL)
         for slot in range(step.parallel):
             used = sum(b.predicted_seconds for b in step.blocks if b.slot == slot)
             assert used <= seconds + 1e-6, (seconds, slot, used)
@@ -90,17 +90,17 @@ def test_a_block_longer_than_an_allocation_continues_in_the_next():
     where it stopped; every game gets all 40 seeds."""
     best = _schedule(H200)
     assert best.complete and set(best.full) == set(PAPER["games"])
-    split = [(k, b) for k, step in enumerate(best.plans) for b in step.blocks
+    split = [(k, b) for k, step in enumerate(best.allocations) for b in step.blocks
              if not b.finishes]
     assert any(b.game == "goofspiel" for _, b in split)
     for k, block in split:
         # resumed by the next allocation, first of its slot's pieces, where it stopped
-        resumed = [b for b in best.plans[k + 1].blocks if (b.game, b.name) == (block.game,
+        resumed = [b for b in best.allocations[k + 1].blocks if (b.game, b.name) == (block.game,
                                                                                 block.name)]
         assert len(resumed) == 1
-        assert resumed[0] is min((b for b in best.plans[k + 1].blocks
+        assert resumed[0] is min((b for b in best.allocations[k + 1].blocks
                                   if b.slot == resumed[0].slot),
-                                 key=best.plans[k + 1].blocks.index)
+                                 key=best.allocations[k + 1].blocks.index)
         assert resumed[0].done_before == pytest.approx(block.done_after, abs=1e-6)
     # a game run with several critics publishes a seed with all of them: never split
     assert not [b for _, b in split if b.game == "kuhn"]
@@ -112,13 +112,13 @@ def test_the_plan_prefers_fewer_allocations(monkeypatch):
     best = _schedule(H200)
     monkeypatch.setattr(allocation, "BLOCK_SIZES", (1,))
     one_seed = _schedule(H200)
-    assert len(best.plans) < len(one_seed.plans) or not one_seed.complete
+    assert len(best.allocations) < len(one_seed.allocations) or not one_seed.complete
     assert max(best.sizes.values()) > 1
 
 
 def test_blocks_in_progress_are_resumed_first():
     progress = [allocation.InProgress("goofspiel", "learned", 0, 19, done=0.6)]
-    step = _schedule(H200, in_progress=progress).plans[0]
+    step = _schedule(H200, in_progress=progress).allocations[0]
     first = step.blocks[0]
     assert (first.game, first.first, first.last, first.done_before) == ("goofspiel", 0, 19, 0.6)
     assert not [b for b in step.blocks if b.game == "goofspiel" and b.first <= 19
@@ -132,30 +132,30 @@ def test_the_history_cap_is_kept_and_named():
     assert best.complete and best.history_bytes <= allocation.HISTORY_CAP
     tight = _schedule(FAST, bytes_=PAPER_BYTES, history_left=20 * 2**20)
     assert not tight.complete and tight.history_bytes <= 20 * 2**20
-    assert any("MiB" in note for note in tight.plans[0].notes)
+    assert any("MiB" in note for note in tight.allocations[0].notes)
 
 
 def test_published_seeds_are_not_planned_again():
     best = _schedule(H200, published={"kuhn": list(range(40)), "leduc": [0, 1, 2]})
-    planned = [b for step in best.plans for b in step.blocks]
+    planned = [b for step in best.allocations for b in step.blocks]
     assert not [b for b in planned if b.game == "kuhn"]
     assert min(b.first for b in planned if b.game == "leduc") == 3
 
 
 def test_the_plan_for_the_rest_completes_every_game():
     best = _schedule(FAST)
-    total = {g: sum(b.seeds for p in best.plans for b in p.blocks
+    total = {g: sum(b.seeds for p in best.allocations for b in p.blocks
                     if b.game == g and b.critic == "learned" and b.finishes)
              for g in PAPER["games"]}
     assert total == {"kuhn": 40, "leduc": 40, "goofspiel": 40}
     words = allocation.describe(PAPER, {}, best)
-    assert f"all 40: allocation {len(best.plans)}" in words
+    assert f"all 40: allocation {len(best.allocations)}" in words
 
 
 def test_a_game_not_measured_is_named():
     rows = [r for r in H200 if r["game"] != "goofspiel"]
     best = _schedule(rows)
-    assert best.plans[0].notes and "no throughput" in best.plans[0].notes[0]
+    assert best.allocations[0].notes and "no throughput" in best.allocations[0].notes[0]
 
 
 def test_unmeasured_sizes_are_not_planned():
@@ -163,7 +163,7 @@ def test_unmeasured_sizes_are_not_planned():
     throughput = Throughput([r for r in H200 if r["configurations"] <= 60])
     assert throughput.predict(PAPER, "kuhn", "learned", 6, 1) is None
     assert throughput.predict(PAPER, "kuhn", "learned", 5, 1) is not None
-    assert allocation.plan(PAPER, {}, Throughput([]), 600).blocks == []
+    assert allocation.next_allocation(PAPER, {}, Throughput([]), 600).blocks == []
 
 
 def test_the_slowest_of_jobs_timed_together_is_kept():
@@ -204,7 +204,7 @@ def test_what_prices_every_block_is_timed_first():
                 exact = full.predict(PAPER, game, "learned", seeds, parallel)
                 assert largest.predict(PAPER, game, "learned", seeds, parallel) >= exact
                 assert first.predict(PAPER, game, "learned", seeds, parallel) is not None
-    assert allocation.plan(PAPER, {}, first, 300, bytes_=SMALL).blocks
+    assert allocation.next_allocation(PAPER, {}, first, 300, bytes_=SMALL).blocks
 
 
 def test_a_cell_some_of_the_jobs_sharing_the_gpu_missed_is_dropped():
@@ -511,7 +511,7 @@ def test_the_docs_state_the_plan_for_the_rest():
         "compile_and_first_seconds"]) for r in measured
         if r["flag"] and r["precision"] == "float32" and r["code"] != "before"
         for c in ("learned", "exact")]
-    bytes_ = allocation.Bytes({g: b for g, (b, _) in sizes.items()},
+    bytes_ = Bytes({g: b for g, (b, _) in sizes.items()},
                               {g: s for g, (_, s) in sizes.items()})
     capped, free = (allocation.schedule(cfg, {}, Throughput(rows), 5.5 * 60, 8 * 60,
                                         bytes_=bytes_, history_left=cap)
@@ -522,14 +522,14 @@ def test_the_docs_state_the_plan_for_the_rest():
     assert words, "the capped plan is not stated"
     assert int(words.group(1)) == capped.first["goofspiel"]
     assert words.group(2) == f"{capped.history_bytes / 2**20:.1f}"
-    assert int(words.group(3)) == len(capped.plans) and capped.capped
+    assert int(words.group(3)) == len(capped.allocations) and capped.capped
     assert int(words.group(4)) == capped.seeds["goofspiel"] < 40
     # Goofspiel first: no seed of another game before Goofspiel's 40th
     assert "leduc" not in capped.first and "kuhn" not in capped.first
     one = Throughput(rows).predict(cfg, "goofspiel", "learned", 1, 1) / 60
     assert f"a Goofspiel seed takes {one:.1f} minutes of GPU" in text
     assert (f"every game's 40th seed by allocation {max(free.full.values())}, in "
-            f"{len(free.plans)} allocations ({free.gpu_seconds / 60:.0f} GPU minutes, blocks "
+            f"{len(free.allocations)} allocations ({free.gpu_seconds / 60:.0f} GPU minutes, blocks "
             f"of {max(free.sizes.values())} seeds), adding {free.history_bytes / 2**20:.1f} "
             "MiB") in text
 

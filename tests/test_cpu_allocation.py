@@ -1,4 +1,4 @@
-"""The paper-scale Fig 6 on this machine's CPU in the background (neurd.allocation.cpu_plan,
+"""The paper-scale Fig 6 on this machine's CPU in the background (neurd.cpu_allocation,
 bench/cpu_allocation.py): the plan takes Kuhn, then Leduc, then Goofspiel, never schedules past
 the deadline, keeps a block of several critics short and whole, sizes blocks for the CPU, and
 resumes blocks in progress first; the background command starts detached, refuses a second,
@@ -17,17 +17,9 @@ import pytest
 from test_allocation import PAPER  # the paper config's neural keys the plans read
 
 from neurd import allocation
-from neurd.allocation import (
-    CPU_WHOLE_SECONDS,
-    MIN_PIECE_SECONDS,
-    SAVE_SECONDS,
-    Bytes,
-    InProgress,
-    Throughput,
-    cpu_block_size,
-    cpu_plan,
-    cpu_seconds,
-)
+from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS, InProgress
+from neurd.costs import Bytes, Throughput
+from neurd.cpu_allocation import WHOLE_SECONDS, block_seconds, block_size, next_allocation
 
 ROOT = Path(__file__).resolve().parents[1]
 # ms per cycle at N = 12, 24, 60, 120, near what a two-core CPU gives (bench/NEURAL.md), set so
@@ -48,8 +40,8 @@ def _rows(scale: float = 1.0) -> list[dict]:
 
 
 def _plan(seconds, published=None, **keywords):
-    return cpu_plan(PAPER, published or {}, Throughput(keywords.pop("rows", _rows())), seconds,
-                    bytes_=keywords.pop("bytes_", BYTES), **keywords)
+    return next_allocation(PAPER, published or {}, Throughput(keywords.pop("rows", _rows())),
+                           seconds, bytes_=keywords.pop("bytes_", BYTES), **keywords)
 
 
 @pytest.mark.parametrize("minutes", [3, 9, 30, 150, 600, 3000])
@@ -85,15 +77,15 @@ def test_games_come_in_order_kuhn_leduc_goofspiel():
 
 def test_a_kuhn_block_is_whole_and_short():
     """Kuhn (two critics) is planned a seed block with both critics, one after the other, each
-    finishing, the two within CPU_WHOLE_SECONDS where one seed fits there."""
+    finishing, the two within WHOLE_SECONDS where one seed fits there."""
     step = _plan(60.0 * 150)
     kuhn = [b for b in step.blocks if b.game == "kuhn"]
     assert kuhn and all(b.finishes for b in kuhn)
     for learned, exact in zip(kuhn[::2], kuhn[1::2]):
         assert (learned.critic, exact.critic) == ("learned", "exact")
         assert (learned.first, learned.last) == (exact.first, exact.last)
-        assert learned.predicted_seconds + exact.predicted_seconds <= CPU_WHOLE_SECONDS
-    # a CPU so slow that one seed is longer than CPU_WHOLE_SECONDS gets blocks no longer than
+        assert learned.predicted_seconds + exact.predicted_seconds <= WHOLE_SECONDS
+    # a CPU so slow that one seed is longer than WHOLE_SECONDS gets blocks no longer than
     # one seed: one seed, or more where more are cheaper per seed and no longer
     slow = _plan(60.0 * 150, rows=_rows(scale=6.0))
     assert {b.seeds for b in slow.blocks if b.game == "kuhn"} == {1}
@@ -101,10 +93,10 @@ def test_a_kuhn_block_is_whole_and_short():
     odd = [dict(r, ms_per_cycle=r["ms_per_cycle"] * (10.0 if r["configurations"] == 12 else
                                                      3.0)) for r in _rows()]
     throughput = Throughput(odd)
-    one, two = (cpu_seconds(PAPER, throughput, "kuhn", n) for n in (1, 2))
-    assert two < one and one > CPU_WHOLE_SECONDS  # two seeds cost less than one, in all
-    size = cpu_block_size(PAPER, throughput, "kuhn", 40, math.inf)
-    assert size >= 2 and cpu_seconds(PAPER, throughput, "kuhn", size) <= one
+    one, two = (block_seconds(PAPER, throughput, "kuhn", n) for n in (1, 2))
+    assert two < one and one > WHOLE_SECONDS  # two seeds cost less than one, in all
+    size = block_size(PAPER, throughput, "kuhn", 40, math.inf)
+    assert size >= 2 and block_seconds(PAPER, throughput, "kuhn", size) <= one
 
 
 def test_blocks_are_sized_for_the_cpu():
@@ -112,14 +104,14 @@ def test_blocks_are_sized_for_the_cpu():
     Goofspiel's 5 seeds (N = 60), not the largest measured."""
     throughput = Throughput(_rows())
     for game in ("leduc", "goofspiel"):
-        size = cpu_block_size(PAPER, throughput, game, 40, math.inf)
-        per_seed = {n: cpu_seconds(PAPER, throughput, game, n) / n for n in (1, 2, 5, 10)}
+        size = block_size(PAPER, throughput, game, 40, math.inf)
+        per_seed = {n: block_seconds(PAPER, throughput, game, n) / n for n in (1, 2, 5, 10)}
         assert size == 5 == min(per_seed, key=per_seed.get), (game, per_seed)
     # within the time left: a smaller block where the cheapest does not fit
-    five = cpu_seconds(PAPER, throughput, "leduc", 5)
-    assert cpu_block_size(PAPER, throughput, "leduc", 40, five - 1) < 5
-    assert cpu_block_size(PAPER, throughput, "leduc", 3, math.inf) <= 3
-    assert cpu_block_size(PAPER, Throughput([]), "leduc", 40, math.inf) is None
+    five = block_seconds(PAPER, throughput, "leduc", 5)
+    assert block_size(PAPER, throughput, "leduc", 40, five - 1) < 5
+    assert block_size(PAPER, throughput, "leduc", 3, math.inf) <= 3
+    assert block_size(PAPER, Throughput([]), "leduc", 40, math.inf) is None
 
 
 def test_blocks_in_progress_are_resumed_first():
@@ -140,7 +132,7 @@ def test_the_tail_goes_to_a_block_in_progress_only_where_the_repository_has_room
     allocation, if its state fits beside every seed's finished block; else nothing is started
     and the plan says why."""
     kuhn_done = {"kuhn": list(range(40))}
-    one = cpu_seconds(PAPER, Throughput(_rows()), "leduc", 1)
+    one = block_seconds(PAPER, Throughput(_rows()), "leduc", 1)
     seconds = one * 0.7
     step = _plan(seconds, published=kuhn_done)
     assert len(step.blocks) == 1 and not step.blocks[0].finishes
@@ -309,7 +301,7 @@ def test_a_gpu_takes_goofspiel_first_and_skips_what_the_cpu_published():
     published = {"kuhn": list(range(40)), "leduc": list(range(12))}
     best = allocation.schedule(PAPER, published, Throughput(rows), 8 * 60.0, 8 * 60.0,
                                bytes_=Bytes({g: 1e5 for g in MS}, {g: 1e5 for g in MS}))
-    planned = [b for step in best.plans for b in step.blocks]
+    planned = [b for step in best.allocations for b in step.blocks]
     order = [b.game for b in planned]
     assert order == sorted(order, key=["goofspiel", "leduc", "kuhn"].index)
     assert not [b for b in planned if b.game == "kuhn"]

@@ -20,11 +20,13 @@ import test_figures_fig6 as shared
 from matplotlib.collections import PathCollection
 
 from neurd import published_findings
-from neurd.audit import VERDICTS
+from neurd.audit import VERDICTS, paired
 from neurd.config import load_snapshot
 from neurd.figures import fig6
 from neurd.names import NEURD, SPG
+from neurd.neural import results
 from neurd.precision import float64
+from neurd.stats import grid_margin
 
 CFG = load_snapshot(shared.SMOKE / "config/neural.json")
 MEASURED = ["nash_conv", "critic_rmse", "threshold_blocked", "critic_loss", "policy_entropy",
@@ -192,7 +194,7 @@ def test_a_run_of_the_exact_critic_that_diverged_is_counted_and_named():
                                  "left out of the other rows): NeuRD alpha 0.1 seed 1 (exact "
                                  "critic) at iteration 12000")
     assert "left out: 1 of the 12 (entropy, seed) pairs" in _claim(claims, "exact q").measured
-    runs = fig6.every_diverged_run(t["summary"], t["diagnostics"], "kuhn")
+    runs = results.every_diverged_run(t["summary"], t["diagnostics"], "kuhn")
     assert runs[["critic", "algorithm", "seed", "diverged_at"]].values.tolist() == [
         ["exact", NEURD, 1, AT]]
 
@@ -243,7 +245,7 @@ def test_the_paired_claims_drop_the_diverged_runs_pairs():
     neurd = pd.Series([0.1, np.nan, 0.3, 0.2, 0.5, 0.4], index=range(6))
     spg = pd.Series([0.2, 0.4, 0.5, np.nan, 0.6, 0.7], index=range(6))
     with float64():
-        text, check, mean = fig6.paired(neurd, spg, CFG, "difference", "seeds")
+        text, check, mean = paired(neurd, spg, CFG, "difference", "seeds")
     assert text.endswith("NeuRD lower in 4 of 4 seeds; left out: 2 of the 6 seeds, where a "
                          "run diverged")
     assert mean == pytest.approx(-0.175, abs=1e-12)  # seeds 0, 2, 4 and 5
@@ -264,7 +266,7 @@ def test_the_grid_margin_leaves_out_the_levels_with_a_diverged_run():
         hit = out.entropy.isin(levels) & (out.seed == 1)
         out.loc[hit, ["final_nash_conv", "average_nash_conv"]] = np.nan
         out.loc[hit, "diverged_at"] = AT
-        return fig6.grid_margin(out, "g", NEURD)
+        return grid_margin(out, "g", NEURD)
 
     assert lost() == pytest.approx(0.4, abs=1e-12)
     assert lost(1.0) == pytest.approx(0.5, abs=1e-12)  # the end 1.0 left out: 1.0 - 0.5

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from neurd import stats
 from neurd.audit import VERDICTS
 from neurd.config import load_snapshot
 from neurd.figures import fig6, style
@@ -156,14 +157,14 @@ def test_too_few_pairs_for_an_interval_are_unmeasured_with_the_reason(seeds):
     final = _claim(claims, "lowest final NashConv")
     assert final.verdict == "unmeasured", final.measured
     assert (f"unmeasured: {seeds} pairs are too few for a confidence interval (< "
-            f"{style.MIN_CI_SAMPLES})") in final.measured
+            f"{stats.MIN_CI_SAMPLES})") in final.measured
     assert "not a confidence interval" not in final.measured
     assert all(np.isnan(x) for x in final.checks[0].observed)
     assert "unmeasured" in final.criterion
     # the average NashConv pairs (entropy, seed): 2 levels x 2 seeds = 4 pairs, too few;
     # 2 levels x 4 seeds = 8, judged
     average = _claim(claims, "average NashConv")
-    assert (average.verdict == "unmeasured") == (2 * seeds < style.MIN_CI_SAMPLES)
+    assert (average.verdict == "unmeasured") == (2 * seeds < stats.MIN_CI_SAMPLES)
 
 
 def test_five_pairs_are_judged_by_their_interval():

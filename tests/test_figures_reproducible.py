@@ -15,7 +15,7 @@ global random generators of NumPy and Python as it found them.
 Each figure, drawn from the same tables, must also say what it is: its scale on the figure
 itself, its legends inside their axes and off the data, one symbol per quantity (eta the
 step size, alpha Fig 6's entropy level), no band called a confidence interval over fewer
-samples than ``style.MIN_CI_SAMPLES``.
+samples than ``stats.MIN_CI_SAMPLES``.
 """
 
 import hashlib
@@ -431,8 +431,9 @@ def test_too_few_seeds_are_drawn_not_called_a_confidence_interval(drawn, figure_
     from 5 starts has its band, from 3 it would not."""
     from matplotlib.collections import PolyCollection
 
+    from neurd import stats
     from neurd.config import load_snapshot
-    from neurd.figures import fig4a, style
+    from neurd.figures import fig4a
     from neurd.tables import read_table
 
     fig, _ = drawn["fig6"]
@@ -440,7 +441,7 @@ def test_too_few_seeds_are_drawn_not_called_a_confidence_interval(drawn, figure_
     assert "mean of 2 seeds, thin: each seed (< 5 seeds: no CI)" in top.get_title()
     assert not [c for c in top.collections if isinstance(c, PolyCollection)]
     assert len([line for line in top.lines if line.get_gid() != "phase-line"]) == 2 + 2 * 2
-    assert style.MIN_CI_SAMPLES == 5
+    assert stats.MIN_CI_SAMPLES == 5
     job = figure_tables.jobs["fig4a"]
     ci = read_table(figure_tables.folder / job.inputs["ci"])
     cfg = load_snapshot(figure_tables.folder / job.config)

@@ -46,9 +46,11 @@ LAYERS = [
     # a published run, with its blocks in progress and the checks of incoming blocks (below
     # the stage that draws it: they plan a block with neurd.neural.runs, not with a stage)
     ["neurd.intake", "neurd.publication", "neurd.publication.*", "neurd.resume_states"],
-    # the stages (the published run's draws the publication); the plan of a GPU
-    # allocation; neural NeuRD vs SPG in one call, giving the stage's tables
-    ["neurd.pipeline", "neurd.pipeline.*", "neurd.allocation", "neurd.comparison"],
+    # the stages (the published run's draws the publication); the plans of a GPU allocation
+    # and of a CPU one, and what their blocks cost; neural NeuRD vs SPG in one call, giving
+    # the stage's tables
+    ["neurd.pipeline", "neurd.pipeline.*", "neurd.allocation", "neurd.cpu_allocation",
+     "neurd.costs", "neurd.comparison"],
     # the registry of the stages
     ["neurd.stages"],
     # a run's provenance, a publication checked against its config file, the readings

@@ -26,8 +26,9 @@ import pytest
 from neurd import games
 from neurd.names import GAMES
 from neurd.neural import experiment, train
-from neurd.neural.checkpoint import Checkpoint, check_resumable, meta_digest
+from neurd.neural.checkpoint import Checkpoint, meta_digest
 from neurd.neural.plan import checkpoint_grid
+from neurd.neural.resumable import check_resumable
 
 COMPARED = ("nash_conv", "critic_rmse", "blocked", "critic_loss", "policies", "iteration",
             "phase")

@@ -15,9 +15,9 @@ import pytest
 from neurd.games import compile_game
 from neurd.names import NEURD, SPG
 from neurd.neural import experiment, train
-from neurd.neural.checkpoint import check_resumable
 from neurd.neural.measurement import MEASURED
 from neurd.neural.results import ci_table, run_table, summary_table
+from neurd.neural.resumable import check_resumable
 from neurd.publication import content
 
 CFG = {"critic_updates_per_policy_update": 4, "critic_batch": 4, "policy_batch": 256,

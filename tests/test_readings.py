@@ -196,6 +196,7 @@ def test_the_grid_claims_value_is_the_smallest_margin_of_the_best_level_over_the
 
     from neurd.figures import fig6
     from neurd.names import NEURD, SPG
+    from neurd.stats import grid_margin
 
     def summary(spg_inside):
         means = {NEURD: {0.0: 1.0, 0.1: 0.5, 1.0: 0.9}, SPG: {0.0: 0.30, 0.1: spg_inside,
@@ -209,4 +210,4 @@ def test_the_grid_claims_value_is_the_smallest_margin_of_the_best_level_over_the
         table = summary(inside)
         claim = fig6._grid_claim("g", table, fig6.best_entropies(table, "g"), "")
         assert claim.verdict == outcome and claim.value == pytest.approx(value, abs=1e-12)
-    assert fig6.grid_margin(summary(0.31), "g", NEURD) == pytest.approx(0.4, abs=1e-12)
+    assert grid_margin(summary(0.31), "g", NEURD) == pytest.approx(0.4, abs=1e-12)

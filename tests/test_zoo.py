@@ -24,7 +24,7 @@ from neurd import names
 from neurd.audit import VERDICTS, read_audits, write_audit
 from neurd.config import ConfigError
 from neurd.games import GameError, compile_game
-from neurd.pipeline import tabular, zoo
+from neurd.pipeline import tabular, zoo, zoo_registry
 from neurd.stages import load_config, snapshot
 from neurd.tables import config_hash
 
@@ -62,7 +62,7 @@ def small_runs(config):
 
 def test_the_rule_selects_from_the_registry_by_type(config):
     rule = config["zoo"]["rule"]
-    selected, outside = zoo.registry(rule)
+    selected, outside = zoo_registry.registry(rule)
     types = {t.short_name: t for t in pyspiel.registered_games()}
     assert set(selected) | set(outside) <= set(types) and not set(selected) & set(outside)
     for name in selected:
@@ -83,17 +83,17 @@ def test_the_registry_read_is_openspiels_own_whatever_the_process_imported(confi
     import open_spiel.python.games  # noqa: F401  (registers OpenSpiel's Python games)
 
     rule = config["zoo"]["rule"]
-    before = zoo.registry(rule)
-    zoo.registered_games.cache_clear()
+    before = zoo_registry.registry(rule)
+    zoo_registry.registered_games.cache_clear()
     assert "python_kuhn_poker" in {t.short_name for t in pyspiel.registered_games()}
-    assert zoo.registry(rule) == before
+    assert zoo_registry.registry(rule) == before
     assert not [name for name in [*before[0], *before[1]] if name.startswith("python_")]
 
 
 def test_every_selected_game_is_run_or_excluded_with_a_reason(config):
     cfg = config["zoo"]
-    chosen = zoo.selection(cfg)
-    selected, _ = zoo.registry(cfg["rule"])
+    chosen = zoo_registry.selection(cfg)
+    selected, _ = zoo_registry.registry(cfg["rule"])
     assert sorted([*chosen["games"], *chosen["excluded"]]) == sorted(selected)
     assert all(reason.strip() for reason in chosen["excluded"].values())
     assert all(reason.strip() for reason in chosen["outside"].values())
@@ -120,7 +120,7 @@ def test_selection_refuses_a_gap_or_a_stray_game_naming_the_key(config, change, 
     cfg = copy.deepcopy(config["zoo"])
     change(cfg)
     with pytest.raises(ConfigError, match=message):
-        zoo.selection(cfg)
+        zoo_registry.selection(cfg)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -335,7 +335,7 @@ def test_docs_page_is_the_run_of_this_config(config):
     assert len(rows) == 4 * len(cfg["game_strings"])
     for string, histories, _, _ in rows:
         assert int(histories) == compile_game(string).num_histories
-    chosen = zoo.selection(cfg)
+    chosen = zoo_registry.selection(cfg)
     for name, reason in [*chosen["excluded"].items(), *chosen["outside"].items()]:
         assert f"| {name} | {reason} |" in page
     run = ROOT / "results/zoo/page.md"

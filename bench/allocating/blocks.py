@@ -59,13 +59,14 @@ def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
 
 def repository_bytes(results: Path, cfg: dict):
     """Bytes per seed of a finished block and of a block-in-progress state, per game."""
-    from neurd import allocation, games
+    from neurd import games
+    from neurd.costs import Bytes
     from neurd.resume_states import bytes_per_seed
 
     sizes = {g: bytes_per_seed(cfg, g, games.load(results / f"neural/{g}/game.npz"))
              for g in cfg["games"]}
-    return allocation.Bytes(block={g: b for g, (b, _) in sizes.items()},
-                            state={g: s for g, (_, s) in sizes.items()})
+    return Bytes(block={g: b for g, (b, _) in sizes.items()},
+                 state={g: s for g, (_, s) in sizes.items()})
 
 
 def run_block(report: Report, cfg: dict, block, results: Path, env: dict,

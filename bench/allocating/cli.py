@@ -150,18 +150,19 @@ def throughput(args, report: Report, cfg: dict, kind: str) -> tuple[list[dict], 
 def plan(args, report: Report, cfg: dict, results: Path, rows: list[dict], checked: float):
     """This allocation's plan and the schedule for the rest, into the report."""
     from neurd import allocation
+    from neurd.costs import Throughput
 
     publication = Path(args.publication)
     published = published_seeds(publication)
     in_progress, history_left = published_progress(publication, cfg)
     best = allocation.schedule(
-        cfg, published, allocation.Throughput(rows), report.left() - 60 * args.reserve_minutes,
+        cfg, published, Throughput(rows), report.left() - 60 * args.reserve_minutes,
         later_seconds=60 * (args.minutes - args.reserve_minutes) - checked - 30,
         in_progress=in_progress, bytes_=repository_bytes(results, cfg),
         history_left=history_left, max_parallel=args.max_parallel)
-    step = best.plans[0]
+    step = best.allocations[0]
     report.data["plan"] = step.to_json()
-    report.data["rest"] = {"allocations": len(best.plans), "sizes": best.sizes,
+    report.data["rest"] = {"allocations": len(best.allocations), "sizes": best.sizes,
                            "parallel": best.parallel, "first": best.first, "full": best.full,
                            "gpu_minutes": round(best.gpu_seconds / 60, 1),
                            "history_mib": round(best.history_bytes / 2**20, 1),

@@ -116,14 +116,14 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
     many cores other processes kept busy meanwhile (``others_cores``)."""
     import resource
 
-    from neurd.allocation import CPU_ORDER
+    from neurd.cpu_allocation import ORDER
     from neurd.neural.runs import critics
 
     rows = []
     folder = places.work / "measure"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    for game in [g for g in CPU_ORDER if g in cfg["games"]]:
+    for game in [g for g in ORDER if g in cfg["games"]]:
         cells = [f"{game}:{c}:{n}" for c in critics(cfg, game) for n in SIZES]
         out = folder / f"{game}.json"
         command = [sys.executable, str(ROOT / "bench" / "gpu_allocation.py"), "worker",
@@ -248,14 +248,16 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
     """Plan, run the first block (every critic of its seeds), plan again, until the time is up
     or a block stops; the pace of each finished block against its prediction scales the next
     predictions (within :data:`PACE_BOUNDS` of the table's)."""
-    from neurd.allocation import Throughput, cpu_plan
+    from neurd.costs import Throughput
+    from neurd.cpu_allocation import next_allocation
 
     throughput, sizes = Throughput(rows), repository_bytes(bg.places.results, cfg)
     done: dict[str, list[int]] = {}
     history, slowdown = 0.0, 1.0
     while not bg.stop.is_set():
         seeds, in_progress, room = _state(bg, cfg, done, history)
-        step = cpu_plan(cfg, seeds, throughput, bg.left(), in_progress, sizes, room, slowdown)
+        step = next_allocation(cfg, seeds, throughput, bg.left(), in_progress, sizes, room,
+                               slowdown)
         bg.report.data["plan"] = step.to_json()
         if not step.blocks:
             bg.report.step("plan", blocks=[], notes=step.notes)
@@ -304,7 +306,7 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
 
 def alloc_cycles(cfg: dict, game: str, done_before: float) -> int:
     """Learning cycles a job that finished did here (what a resumed one had done excluded)."""
-    from neurd.allocation import cycles
+    from neurd.costs import cycles
 
     return int(round((1.0 - done_before) * cycles(cfg, game)))
 

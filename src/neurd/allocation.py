@@ -20,35 +20,23 @@ every block-in-progress state each time one is committed).  It simulates the
 allocations for every number of jobs sharing the GPU and every block size of
 each game, and keeps the schedule that **finishes every game's seeds in the
 fewest allocations** within the cap (then: the first seed of each game soonest,
-then the fewest GPU seconds, then the fewest bytes).  :func:`plan` is its first
+then the fewest GPU seconds, then the fewest bytes).  :func:`next_allocation` is its first
 allocation; :func:`describe` says, per game, which allocation brings its first
 seed and its last.  A GPU takes the games in :data:`GPU_ORDER`, Goofspiel first.
 
-:func:`cpu_plan` is one CPU allocation's plan (``bench/cpu_allocation.py``): a
-machine's CPU computes the run in the background while the project is worked on, one job at a
-time, the games in :data:`CPU_ORDER` (Kuhn, Leduc, Goofspiel), priced on that
-processor's own measured throughput.
+A block's seconds and bytes are priced in :mod:`neurd.costs`; one CPU allocation is planned
+in :mod:`neurd.cpu_allocation`, with this module's blocks.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
+from neurd.costs import Bytes, Throughput
 from neurd.neural.runs import configurations, critics, main_critic
 
-# A job's predicted time is start-up + overhead + SAFETY x (cycles x ms + checkpoints x
-# evaluation): the throughput was measured on short segments, the jobs run for minutes.
-# Start-up is what compiling and the first segment took in a fresh process (measured with
-# the other programs compiling beside it: an upper bound); the overhead covers the rest a job
-# does once (imports, the exact evaluation's compilation, writing the tables or the state).
-SAFETY = 1.15
-JOB_OVERHEAD_SECONDS = 45.0
-DEFAULT_STARTUP_SECONDS = 60.0
 # a piece of a block that would compute less than this is not started (its start-up would
 # cost more than it computes); SAVE_SECONDS is kept at a slot's end for saving the state
 MIN_PIECE_SECONDS = 60.0
@@ -58,7 +46,7 @@ HISTORY_CAP = 100 * 2**20
 # block sizes tried (seeds per block); the config's seeds and what is measured bound them
 BLOCK_SIZES = (1, 2, 4, 5, 8, 10, 20, 40)
 # the games' order on a GPU: Goofspiel, which takes a CPU days, first; Leduc and Kuhn, which a
-# CPU computes in the background (cpu_plan, in the other order), after
+# CPU computes in the background (neurd.cpu_allocation, in the other order), after
 GPU_ORDER = ("goofspiel", "leduc", "kuhn")
 
 
@@ -122,109 +110,6 @@ class Allocation:
                            for b in self.blocks]}
 
 
-def cycles(cfg: Mapping, game: str) -> int:
-    """Learning cycles of one run of ``game`` (every phase)."""
-    return int(cfg["phases"]) * int(cfg["phase_iterations"][game]) // int(
-        cfg["critic_updates_per_policy_update"])
-
-
-def checkpoints(cfg: Mapping, game: str) -> int:
-    """Checkpoint evaluations of one run of ``game``."""
-    from neurd.neural.plan import checkpoint_grid  # puts off JAX
-
-    return len(checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
-                               int(cfg["checkpoints"]["geometric"]),
-                               int(cfg["checkpoints"]["linear"]),
-                               int(cfg["critic_updates_per_policy_update"]))[0])
-
-
-def _interpolate(points: list[tuple[float, float]], n: float) -> float | None:
-    """Linear in N between measured points; the smallest point's value below it (fewer
-    configurations take no longer); None above the largest (not measured: not planned)."""
-    if not points:
-        return None
-    points = sorted(points)
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
-    if n > xs[-1]:
-        return None
-    return float(np.interp(n, xs, ys))
-
-
-class Throughput:
-    """Measured rows: ``game, critic, configurations, parallel, ms_per_cycle`` and, where
-    timed, ``checkpoint_seconds`` and ``startup_seconds``."""
-
-    def __init__(self, rows: Sequence[Mapping]):
-        """Rows of this code with a finite positive time; where several jobs timed the same
-        cell at once (``parallel`` > 1, a row each), the slowest is kept."""
-        kept: dict[tuple, dict] = {}
-        for row in rows:
-            ms = float(row.get("ms_per_cycle", math.nan))
-            if row.get("code", "this") != "this" or not (math.isfinite(ms) and ms > 0):
-                continue
-            key = (row["game"], row.get("critic", "learned"), int(row["configurations"]),
-                   int(row["parallel"]))
-            if key not in kept or ms > float(kept[key]["ms_per_cycle"]):
-                kept[key] = dict(row)
-        self.rows = list(kept.values())
-        self._cache: dict[tuple, float | None] = {}
-
-    def parallels(self) -> list[int]:
-        return sorted({int(r["parallel"]) for r in self.rows})
-
-    def _points(self, game, critic, parallel, key):
-        return [(float(r["configurations"]), float(r[key])) for r in self.rows
-                if r["game"] == game and r.get("critic", "learned") == critic
-                and int(r["parallel"]) == parallel and r.get(key) is not None
-                and math.isfinite(float(r[key]))]
-
-    def startup(self, game: str) -> float:
-        """Seconds a job of ``game`` takes before its first cycle, and to finish: start-up
-        (the largest measured) and the fixed overhead."""
-        if ("startup", game) not in self._cache:
-            startups = [float(r["startup_seconds"]) for r in self.rows if r["game"] == game
-                        and r.get("startup_seconds") is not None]
-            self._cache["startup", game] = ((max(startups) if startups
-                                             else DEFAULT_STARTUP_SECONDS) + JOB_OVERHEAD_SECONDS)
-        return self._cache["startup", game]
-
-    def work(self, cfg: Mapping, game: str, critic: str, seeds: int, parallel: int
-             ) -> float | None:
-        """Seconds of learning and checkpoint evaluation of a whole block of ``seeds`` seeds
-        with ``parallel`` jobs on the GPU, with the safety factor (None: not measured)."""
-        key = ("work", id(cfg), game, critic, seeds, parallel)
-        if key not in self._cache:
-            self._cache[key] = self._work(cfg, game, critic, seeds, parallel)
-        return self._cache[key]
-
-    def _work(self, cfg, game, critic, seeds, parallel):
-        n = configurations(cfg, seeds)
-        ms = _interpolate(self._points(game, critic, parallel, "ms_per_cycle"), n)
-        if ms is None:
-            return None
-        evaluation = _interpolate(self._points(game, critic, 1, "checkpoint_seconds"), n)
-        if evaluation is None:
-            evaluation = _interpolate(self._points(game, "learned", 1, "checkpoint_seconds"), n)
-        return SAFETY * (cycles(cfg, game) * ms / 1e3
-                         + checkpoints(cfg, game) * (evaluation or 0.0) * parallel)
-
-    def predict(self, cfg: Mapping, game: str, critic: str, seeds: int, parallel: int
-                ) -> float | None:
-        """Seconds a whole block of ``seeds`` seeds takes in one go with ``parallel`` jobs on
-        the GPU (None: not measured there)."""
-        work = self.work(cfg, game, critic, seeds, parallel)
-        return None if work is None else self.startup(game) + work
-
-
-@dataclass(frozen=True)
-class Bytes:
-    """What the repository's history gains, per seed of a game: a finished block's files
-    (``block``, once) and a block-in-progress state (``state``, each time one is committed)."""
-
-    block: Mapping[str, float]
-    state: Mapping[str, float]
-
-
 @dataclass
 class _Job:
     game: str
@@ -246,7 +131,7 @@ class Schedule:
 
     parallel: int
     sizes: dict[str, int]
-    plans: list[Allocation]
+    allocations: list[Allocation]
     complete: bool
     history_bytes: float
     gpu_seconds: float
@@ -261,13 +146,13 @@ class Schedule:
         incomplete one (or over the cap) by the most games completed."""
         within = self.history_bytes <= cap
         if self.complete and within:
-            return (0, len(self.plans), sum(self.first.values()), self.gpu_seconds,
+            return (0, len(self.allocations), sum(self.first.values()), self.gpu_seconds,
                     self.history_bytes, self.parallel)
-        return (1, not within, -len(self.full), -sum(self.seeds.values()), len(self.plans),
+        return (1, not within, -len(self.full), -sum(self.seeds.values()), len(self.allocations),
                 self.gpu_seconds, self.history_bytes)
 
 
-def _open_seeds(cfg, game, published, in_progress) -> list[int]:
+def open_seeds(cfg, game, published, in_progress) -> list[int]:
     taken = set(int(s) for s in published.get(game, ()))
     for block in in_progress:
         if block.game == game:
@@ -275,7 +160,7 @@ def _open_seeds(cfg, game, published, in_progress) -> list[int]:
     return [s for s in range(int(cfg["seeds"])) if s not in taken]
 
 
-def _runs(seeds: Sequence[int], size: int) -> list[tuple[int, int]]:
+def seed_runs(seeds: Sequence[int], size: int) -> list[tuple[int, int]]:
     """Consecutive runs of at most ``size`` seeds covering ``seeds``."""
     out, start = [], None
     for k, s in enumerate(seeds):
@@ -303,7 +188,8 @@ def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job
     queues = {}
     for game in cfg["games"]:
         queue = []
-        for first, last in _runs(_open_seeds(cfg, game, published, in_progress), sizes[game]):
+        for first, last in seed_runs(open_seeds(cfg, game, published, in_progress),
+                                     sizes[game]):
             for critic in critics(cfg, game):
                 work = throughput.work(cfg, game, critic, last - first + 1, parallel)
                 if work is None:
@@ -354,7 +240,7 @@ def _simulate(cfg, published, in_progress, throughput, bytes_, parallel, sizes,
     main = {g: main_critic(cfg) for g in cfg["games"]}
     have = {g: len(published.get(g, ())) for g in cfg["games"]}
     total = int(cfg["seeds"])
-    plans, history, gpu, capped = [], 0.0, 0.0, False
+    allocations, history, gpu, capped = [], 0.0, 0.0, False
     first = {g: 0 for g in cfg["games"] if have[g]}
     full = {g: 0 for g in cfg["games"] if have[g] >= total}
     for k in range(1, limit + 1):
@@ -366,10 +252,10 @@ def _simulate(cfg, published, in_progress, throughput, bytes_, parallel, sizes,
                     for b in step.blocks)
         if not step.blocks:
             break
-        if history + added > cap and plans:
+        if history + added > cap and allocations:
             capped = True  # the run stops where the repository's cap is reached
             break
-        plans.append(step)
+        allocations.append(step)
         jobs, history = after, history + added
         for block in step.blocks:
             gpu += block.predicted_seconds
@@ -380,8 +266,9 @@ def _simulate(cfg, published, in_progress, throughput, bytes_, parallel, sizes,
                 first[game] = k
             if have[game] >= total and game not in full:
                 full[game] = k
-    return Schedule(parallel, dict(sizes), plans or [Allocation(parallel)], not jobs, history, gpu,
-                    first, full, {g: min(have[g], total) for g in cfg["games"]}, capped)
+    return Schedule(parallel, dict(sizes), allocations or [Allocation(parallel)], not jobs,
+                    history, gpu, first, full, {g: min(have[g], total) for g in cfg["games"]},
+                    capped)
 
 
 def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
@@ -399,15 +286,15 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
     per_seed = configurations(cfg, 1)
     options = {}
     for game in cfg["games"]:
-        open_seeds = len(_open_seeds(cfg, game, published, in_progress))
-        options[game] = sorted({min(s, max(open_seeds, 1)) for s in BLOCK_SIZES
+        n_open = len(open_seeds(cfg, game, published, in_progress))
+        options[game] = sorted({min(s, max(n_open, 1)) for s in BLOCK_SIZES
                                 if s * per_seed <= largest} or {1})
     best = None
     for parallel in [p for p in throughput.parallels() if p <= max_parallel]:
         for choice in itertools.product(*(options[g] for g in cfg["games"])):
             bound = limit  # a schedule longer than the best complete one cannot beat it
             if best is not None and best.key(history_left)[0] == 0:
-                bound = min(limit, len(best.plans))
+                bound = min(limit, len(best.allocations))
             found = _simulate(cfg, published, in_progress, throughput, bytes_, parallel,
                               dict(zip(cfg["games"], choice)), seconds, later, bound,
                               history_left)
@@ -418,7 +305,7 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
         return Schedule(1, {}, [Allocation(1, notes=["no throughput measured: nothing can be "
                                                 "planned"])], False, 0.0, 0.0, {}, {})
     if best.history_bytes > history_left or best.capped:
-        best.plans[0].notes.append(
+        best.allocations[0].notes.append(
             f"no schedule finishes every game within the {history_left / 2**20:.1f} MiB the "
             f"run may still add to the repository; this one stops at "
             f"{best.history_bytes / 2**20:.1f} MiB")
@@ -426,16 +313,16 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
         if game not in best.full:
             one = throughput.predict(cfg, game, main_critic(cfg), 1, best.parallel)
             need = "not measured" if one is None else f"{one / 60:.1f} min for one seed"
-            best.plans[0].notes.append(f"{game}: not finished within {limit} allocations "
+            best.allocations[0].notes.append(f"{game}: not finished within {limit} allocations "
                                        f"({need})")
     return best
 
 
-def plan(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
+def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
          seconds: float, max_parallel: int = 3, **keywords) -> Allocation:
     """This allocation's plan: the first of :func:`schedule`'s allocations."""
     return schedule(cfg, published, throughput, seconds, max_parallel=max_parallel,
-                    **keywords).plans[0]
+                    **keywords).allocations[0]
 
 
 def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedule) -> str:
@@ -443,7 +330,7 @@ def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedul
     at full length and its last."""
     total = int(cfg["seeds"])
     why = ("within the repository's cap" if best.capped
-           else f"within {len(best.plans)} allocations")
+           else f"within {len(best.allocations)} allocations")
     parts = []
     for game in cfg["games"]:
         have = len(published.get(game, ()))
@@ -454,133 +341,6 @@ def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedul
         parts.append(f"{game}: {have} of {total} seeds now; first seed at full length: "
                      f"{when_first}; all {total}: {when_full}")
     sizes = ", ".join(f"{g} {s}" for g, s in best.sizes.items())
-    return ("; ".join(parts) + f" ({len(best.plans)} allocations, {best.parallel} jobs on the "
-            f"GPU, blocks of {sizes} seeds, {best.gpu_seconds / 60:.0f} GPU minutes, "
+    return ("; ".join(parts) + f" ({len(best.allocations)} allocations, {best.parallel} jobs "
+            f"on the GPU, blocks of {sizes} seeds, {best.gpu_seconds / 60:.0f} GPU minutes, "
             f"{best.history_bytes / 2**20:.1f} MiB added to the repository)")
-
-
-# --- one CPU allocation ------------------------------------------------------------------------
-# A CPU computes the paper-scale run in the background while the project is worked on, one
-# job at a time, in the games' order (the cheapest first).  A block of a game run with several
-# critics must finish in the allocation that starts it (were the allocation cut short, all of it
-# would be lost), so it is kept to CPU_WHOLE_SECONDS where one seed allows; a block of one
-# critic saves its state every few minutes and may be stopped at any time, so its size is what
-# costs least per seed, within the time left.
-CPU_ORDER = ("kuhn", "leduc", "goofspiel")
-CPU_BLOCK_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
-CPU_WHOLE_SECONDS = 10 * 60.0
-
-
-def cpu_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
-                slowdown: float = 1.0) -> float | None:
-    """Predicted seconds of a block of ``seeds`` seeds of ``game`` run alone on the CPU, every
-    critic one after the other, start-ups included, times ``slowdown`` (None: not measured)."""
-    total = 0.0
-    for critic in critics(cfg, game):
-        one = throughput.predict(cfg, game, critic, seeds, 1)
-        if one is None:
-            return None
-        total += one
-    return total * slowdown
-
-
-def cpu_block_size(cfg: Mapping, throughput: Throughput, game: str, open_seeds: int,
-                   seconds: float, slowdown: float = 1.0) -> int | None:
-    """Seeds per block of ``game`` on this CPU: of :data:`CPU_BLOCK_SIZES` up to
-    ``open_seeds``, the measured size of the fewest predicted seconds per seed among those
-    that fit in ``seconds`` (and, for a game of several critics, in :data:`CPU_WHOLE_SECONDS`,
-    or where one seed takes longer, in one seed's time); one seed where none fits; None where
-    one seed is not measured."""
-    sizes = [s for s in CPU_BLOCK_SIZES if s <= max(open_seeds, 1)]
-    priced = {s: cpu_seconds(cfg, throughput, game, s, slowdown) for s in sizes}
-    priced = {s: t for s, t in priced.items() if t is not None}
-    if 1 not in priced:
-        return None
-    limit = seconds
-    if len(critics(cfg, game)) > 1:
-        limit = min(seconds, max(CPU_WHOLE_SECONDS, priced[1]))
-    fitting = [s for s, t in priced.items() if t <= limit]
-    return min(fitting, key=lambda s: (priced[s] / s, -s)) if fitting else 1
-
-
-def cpu_plan(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
-             seconds: float, in_progress: Sequence[InProgress] = (), bytes_: Bytes | None = None,
-             history_left: float = HISTORY_CAP, slowdown: float = 1.0,
-             order: Sequence[str] = CPU_ORDER) -> Allocation:
-    """One CPU allocation of ``seconds``, one job at a time (slot 0), in order: the published
-    blocks in progress (resumed), then each game of ``order`` in turn, its open seeds in blocks
-    of :func:`cpu_block_size`, each planned only where it finishes in the time left (a smaller
-    one where the block does not), every critic of a seed one after the other.  What is left at
-    the end, too short for any whole block, goes to a one-seed block of a game of one critic
-    that continues in the next allocation, if its saved state fits in what the repository may
-    still take beside every seed's finished block (``history_left``).  Every prediction is
-    multiplied by ``slowdown`` (the allocation's measured pace against the table's)."""
-    bytes_ = bytes_ or Bytes({}, {})
-    games = [g for g in order if g in cfg["games"]] + [g for g in cfg["games"] if g not in order]
-    step, left = Allocation(parallel=1), float(seconds)
-    # what the seeds not yet published will add once finished, kept out of the states' room
-    reserve = sum(bytes_.block.get(g, 0.0) * (int(cfg["seeds"]) - len(published.get(g, ())))
-                  for g in games)
-    room = history_left - reserve
-
-    def place(game, critic, first, last, seconds_, before=0.0, after=1.0):
-        step.blocks.append(Block(game, critic, first, last, 0, round(seconds_, 1),
-                                 round(before, 6), min(after, 1.0)))
-
-    def partial(game, critic, first, last, work, startup, before):
-        nonlocal left, room
-        state = bytes_.state.get(game, 0.0) * (last - first + 1)
-        if left - startup - SAVE_SECONDS < MIN_PIECE_SECONDS or state > room:
-            return False
-        place(game, critic, first, last, left,
-              before, before + (left - startup - SAVE_SECONDS) / (work * slowdown))
-        left, room = 0.0, room - state
-        return True
-
-    for block in sorted(in_progress, key=lambda b: games.index(b.game)):
-        work = throughput.work(cfg, block.game, block.critic, block.last - block.first + 1, 1)
-        if work is None:
-            step.notes.append(f"{block.game}: not measured; its block in progress waits")
-            continue
-        startup = throughput.startup(block.game) * slowdown
-        rest = startup + (1.0 - block.done) * work * slowdown
-        if rest <= left:
-            place(block.game, block.critic, block.first, block.last, rest, block.done)
-            left -= rest
-        elif not partial(block.game, block.critic, block.first, block.last, work, startup,
-                         block.done):
-            step.notes.append(f"{block.game} {block.critic}_s{block.first}-{block.last}: "
-                              "in progress, not resumed (too little time or repository room)")
-    for game in games:
-        seeds = _open_seeds(cfg, game, published, in_progress)
-        size = cpu_block_size(cfg, throughput, game, len(seeds), left, slowdown)
-        if size is None:
-            step.notes.append(f"{game}: not measured on this CPU: not planned")
-            continue
-        k = 0
-        while k < len(seeds):
-            first = seeds[k]
-            run = _runs(seeds[k:], size)[0]  # the next block's seeds, consecutive
-            fits = [n for n in range(run[1] - first + 1, 0, -1)
-                    if (cpu_seconds(cfg, throughput, game, n, slowdown) or math.inf) <= left]
-            if not fits:
-                critic = critics(cfg, game)[0]
-                if len(critics(cfg, game)) > 1 or not partial(
-                        game, critic, first, first, throughput.work(cfg, game, critic, 1, 1),
-                        throughput.startup(game) * slowdown, 0.0):
-                    step.notes.append(
-                        f"{game}: a block of one seed takes "
-                        f"{cpu_seconds(cfg, throughput, game, 1, slowdown) / 60:.1f} min, "
-                        f"{max(left, 0.0) / 60:.1f} min left" + (
-                            "" if len(critics(cfg, game)) > 1 else
-                            " (too little to start one, or no repository room for its "
-                            "state)"))
-                break
-            for critic in critics(cfg, game):
-                one = throughput.predict(cfg, game, critic, fits[0], 1) * slowdown
-                place(game, critic, first, first + fits[0] - 1, one)
-                left -= one
-            k += fits[0]
-        if left <= 0:
-            break
-    return step

@@ -30,13 +30,15 @@ from __future__ import annotations
 import math
 import operator
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from neurd.stats import MIN_CI_SAMPLES, paired_difference_ci
 from neurd.tables import atomic_path, write_text
 
 COLUMNS = ("figure", "claim", "paper_says", "measured", "criterion", "statistic", "observed",
@@ -179,6 +181,43 @@ def paired_check(statistic: str, low: float, high: float) -> Check:
     """"first below second" from the CI ``[low, high]`` of the mean paired difference
     first - second: ``pass`` if it lies below 0, ``fail`` above, ``tie`` if it covers 0."""
     return Check(statistic, (low, high), TIE_BELOW, 0.0)
+
+
+def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str, unit: str
+           ) -> tuple[str, Check, float]:
+    """``(measured text, check, mean difference)`` of "NeuRD below SPG" from values paired
+    by index (seeds, or (entropy, seed): the ``unit`` the text counts in): the bootstrap CI
+    of the mean paired difference NeuRD - SPG (shared seeds start from the same weights), a
+    tie where it covers 0.  A pair with a side without a value (NaN: its run diverged) is
+    left out, and the text says how many were.  Fewer than ``MIN_CI_SAMPLES`` pairs
+    give no confidence interval (the percentile bootstrap covers far less than its nominal
+    level): the check has nothing to judge by (NaN: ``unmeasured``), and the text says
+    why."""
+
+    both = neurd.index.intersection(spg.index)
+    a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()
+    kept = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[kept], b[kept]
+    lower = f"NeuRD lower in {int(np.sum(a < b))} of {len(a)} {unit}" + (
+        f"; left out: {len(both) - len(a)} of the {len(both)} {unit}, where a run diverged"
+        if len(a) < len(both) else "")
+    if len(a) < MIN_CI_SAMPLES:  # no confidence interval: nothing to judge by
+        mean = float(np.mean(a - b)) if len(a) else math.nan
+        text = (f"paired difference NeuRD - SPG {fmt(mean)}; unmeasured: {len(a)} pairs are "
+                f"too few for a confidence interval (< {MIN_CI_SAMPLES}); {lower}")
+        return text, paired_check(statistic, math.nan, math.nan), mean
+    boot = cfg["bootstrap"]
+    mean, low, high = paired_difference_ci(
+        a, b, resamples=int(boot["resamples"]), confidence=float(boot["confidence"]),
+        method=boot["method"], seed=int(cfg["seed"]))
+    text = (f"paired difference NeuRD - SPG {fmt(mean)}, "
+            f"{fmt(100 * float(boot['confidence']))}% CI [{fmt(low)}, {fmt(high)}]; {lower}")
+    return text, paired_check(statistic, low, high), mean
+
+
+PAIRED_CRITERION = ("the bootstrap confidence interval of the mean paired difference NeuRD - "
+                    "SPG lies below 0 (tie: it covers 0; fewer than "
+                    f"{MIN_CI_SAMPLES} pairs give no interval: unmeasured)")
 
 
 def fmt(x: float, digits: int = 3) -> str:

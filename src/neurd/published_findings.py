@@ -20,6 +20,7 @@ from pathlib import Path
 
 from neurd.figures import fig6
 from neurd.names import game_title
+from neurd.neural import results
 from neurd.publication import check as check_publication
 from neurd.publication import check_content, fig6_tables
 from neurd.tables import span_between, write_between
@@ -49,7 +50,7 @@ def findings(folder: str | Path) -> str:
             "the Fig 6 findings above are the default scale's alone.")])
     curves = check_content(folder, manifest, cfg)
     tables = fig6_tables(curves, folder, manifest, cfg)
-    diverged = {g: len(fig6.every_diverged_run(tables["summary"], tables["diagnostics"], g))
+    diverged = {g: len(results.every_diverged_run(tables["summary"], tables["diagnostics"], g))
                 for g in entries}
     claims = fig6.claims(tables["nashconv"], tables["nashconv_ci"], tables["summary"],
                          tables["diagnostics"], cfg, name)

@@ -17,7 +17,7 @@ from neurd import names
 from neurd.audit import Check, Claim, fmt
 from neurd.figures import style
 from neurd.names import NEURD, SPG
-from neurd.stats import first_crossing, loglog_slope
+from neurd.stats import MIN_CI_SAMPLES, first_crossing, loglog_slope
 
 FIGURE = "fig4a"
 INPUTS = {
@@ -61,7 +61,7 @@ def plot(ci: pd.DataFrame, cfg: Mapping, n_trajectories: int, scale: str | None 
         c = _curve(ci, algorithm)
         color = style.PALETTE[algorithm]
         ax.plot(c.iteration, c["mean"], color=color, label=style.LABELS[algorithm])
-        if n_trajectories >= style.MIN_CI_SAMPLES:
+        if n_trajectories >= MIN_CI_SAMPLES:
             ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
                             linewidth=0)
     ax.set(xscale="log", yscale="log", xlabel=f"iteration (Euler step dt = {cfg['dt']:g})",

@@ -20,7 +20,7 @@ from neurd.audit import Check, Claim, fmt, paired_check
 from neurd.figures import style
 from neurd.matrix_games import biased_rps
 from neurd.names import NEURD, SPG
-from neurd.stats import loglog_slope, mean_height, paired_difference_ci
+from neurd.stats import MIN_CI_SAMPLES, loglog_slope, mean_height, paired_difference_ci
 
 FIGURE = "fig5"
 INPUTS = {
@@ -79,7 +79,7 @@ def plot(ci: pd.DataFrame, readings: pd.DataFrame, cfg: Mapping, n_trajectories:
     style.setup()
     restart = bool(cfg["nonstationary"]["restart_average"])
     fig, (main, other) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    band = n_trajectories >= style.MIN_CI_SAMPLES
+    band = n_trajectories >= MIN_CI_SAMPLES
     # One line per phase: NashConv jumps at a switch (a new game), it is not a path.
     for algorithm in ALGORITHMS:
         color = style.PALETTE[algorithm]

@@ -3,7 +3,7 @@
 Top row (the paper's a-c): per game, the exact NashConv of the current network
 policy against learning iterations, for the entropy level alpha with the lowest
 final NashConv of each algorithm; mean over seeds with its bootstrap band (each
-seed drawn instead where there are fewer than ``style.MIN_CI_SAMPLES``); grey
+seed drawn instead where there are fewer than ``MIN_CI_SAMPLES``); grey
 dotted lines behind the curves where the payoff is negated, named in the legend.
 Bottom row (d-f): per game, the
 average NashConv over all iterations of every run, at every entropy level, as
@@ -41,10 +41,16 @@ import numpy as np
 import pandas as pd
 
 from neurd import names
-from neurd.audit import TIE_BELOW, Check, Claim, fmt, paired_check
+from neurd.audit import PAIRED_CRITERION, TIE_BELOW, Check, Claim, fmt, paired
 from neurd.figures import style
 from neurd.names import NEURD, SPG
-from neurd.stats import best_entropies, paired_difference_ci
+from neurd.neural.results import (
+    diverged_runs,
+    every_diverged_run,
+    exact_critic_runs,
+    finished_runs,
+)
+from neurd.stats import MIN_CI_SAMPLES, best_entropies, grid_margin
 
 FIGURE = "fig6"
 INPUTS = {
@@ -82,54 +88,6 @@ def _phase_length(nashconv: pd.DataFrame, game: str) -> int:
 def _seeds(nashconv: pd.DataFrame, game: str) -> int:
     """The seeds a game's table holds (a publication may hold fewer than its config's)."""
     return int(nashconv[nashconv.game == game].seed.nunique())
-
-
-def diverged_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
-    """A game's runs that diverged (``diverged_at`` given: the first iteration whose NashConv
-    was not finite), by algorithm, entropy level and seed; none from a summary without the
-    column (a publication from before it: none of its runs diverged)."""
-    rows = summary[summary.game == game]
-    if "diverged_at" not in rows:
-        return rows.iloc[:0]
-    return rows[rows.diverged_at.notna()].sort_values(["algorithm", "entropy", "seed"])
-
-
-def exact_critic_runs(diagnostics: pd.DataFrame, game: str) -> pd.DataFrame:
-    """A game's runs with the exact critic beside the learned one (the runs of
-    :func:`_exact_critic_claim`; none where the game has no such runs): ``algorithm, entropy,
-    seed, diverged_at``, the first iteration (in the order of phases) whose NashConv was not
-    finite, null for a run that reached its end."""
-    rows = diagnostics[diagnostics.game == game]
-    columns = ["algorithm", "entropy", "seed", "diverged_at"]
-    if not {"exact", "learned"} <= set(rows.critic):
-        return pd.DataFrame(columns=columns)
-    out = []
-    for key, run in rows[rows.critic == "exact"].groupby(columns[:3], sort=True):
-        run = run.sort_values(["phase", "iteration"])
-        lost = run.nash_conv.isna().to_numpy()
-        out.append((*key, int(run.iteration.to_numpy()[lost.argmax()]) if lost.any() else None))
-    frame = pd.DataFrame(out, columns=columns)
-    frame["diverged_at"] = frame.diverged_at.astype("Int64")
-    return frame
-
-
-def every_diverged_run(summary: pd.DataFrame, diagnostics: pd.DataFrame, game: str
-                       ) -> pd.DataFrame:
-    """A game's runs that diverged under either critic: :func:`diverged_runs` (the learned
-    critic's, or the config's main critic's) and the exact critic's beside them, with a
-    ``critic`` column (``main`` or ``exact``)."""
-    exact = exact_critic_runs(diagnostics, game)
-    exact = exact[exact.diverged_at.notna()].assign(critic="exact")
-    main = diverged_runs(summary, game).assign(critic="main")
-    if "diverged_at" not in main:  # a summary from before the column: none diverged
-        main = main.assign(diverged_at=pd.array([], dtype="Int64"))
-    columns = ["critic", "algorithm", "entropy", "seed", "diverged_at"]
-    return pd.concat([main[columns], exact[columns]], ignore_index=True)
-
-
-def finished_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
-    """A game's runs that did not diverge: those with a final and an average NashConv."""
-    return summary[summary.game == game].drop(diverged_runs(summary, game).index)
 
 
 def _passed_over(summary: pd.DataFrame, game: str, best: Mapping[str, float]) -> str:
@@ -222,7 +180,7 @@ def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
     levels passed over for a diverged run named below the title."""
     best = best_entropies(summary, game)
     seeds = summary[summary.game == game].seed.nunique()
-    band = seeds >= style.MIN_CI_SAMPLES
+    band = seeds >= MIN_CI_SAMPLES
     for algorithm, entropy in best.items():
         c = _curve(ci, game, algorithm, entropy)
         color = style.PALETTE[algorithm]
@@ -242,7 +200,7 @@ def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
                    label=style.NEGATION_LABEL if k == 0 else "_nolegend_")
     level = int(round(100 * float(cfg["bootstrap"]["confidence"])))
     spread = (f"{level}% bootstrap CI" if band else
-              f"thin: each seed (< {style.MIN_CI_SAMPLES} seeds: no CI)")
+              f"thin: each seed (< {MIN_CI_SAMPLES} seeds: no CI)")
     passed = _passed_over(summary, game, best)
     ax.set(xlabel="learning iterations (critic updates)", ylabel="NashConv (current policy)",
            title=rf"({panel}) {names.game_title(game)}: best entropy level $\alpha$ per "
@@ -368,43 +326,6 @@ def _faster_claim(game, nashconv, ci, best, cfg, note) -> Claim:
         float(np.mean(gaps)) if gaps else np.nan)
 
 
-def paired(neurd: pd.Series, spg: pd.Series, cfg: Mapping, statistic: str, unit: str
-           ) -> tuple[str, Check, float]:
-    """``(measured text, check, mean difference)`` of "NeuRD below SPG" from values paired
-    by index (seeds, or (entropy, seed): the ``unit`` the text counts in): the bootstrap CI
-    of the mean paired difference NeuRD - SPG (shared seeds start from the same weights), a
-    tie where it covers 0.  A pair with a side without a value (NaN: its run diverged) is
-    left out, and the text says how many were.  Fewer than ``style.MIN_CI_SAMPLES`` pairs
-    give no confidence interval (the percentile bootstrap covers far less than its nominal
-    level): the check has nothing to judge by (NaN: ``unmeasured``), and the text says
-    why."""
-
-    both = neurd.index.intersection(spg.index)
-    a, b = neurd.loc[both].to_numpy(), spg.loc[both].to_numpy()
-    kept = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[kept], b[kept]
-    lower = f"NeuRD lower in {int(np.sum(a < b))} of {len(a)} {unit}" + (
-        f"; left out: {len(both) - len(a)} of the {len(both)} {unit}, where a run diverged"
-        if len(a) < len(both) else "")
-    if len(a) < style.MIN_CI_SAMPLES:  # no confidence interval: nothing to judge by
-        mean = float(np.mean(a - b)) if len(a) else math.nan
-        text = (f"paired difference NeuRD - SPG {fmt(mean)}; unmeasured: {len(a)} pairs are "
-                f"too few for a confidence interval (< {style.MIN_CI_SAMPLES}); {lower}")
-        return text, paired_check(statistic, math.nan, math.nan), mean
-    boot = cfg["bootstrap"]
-    mean, low, high = paired_difference_ci(
-        a, b, resamples=int(boot["resamples"]), confidence=float(boot["confidence"]),
-        method=boot["method"], seed=int(cfg["seed"]))
-    text = (f"paired difference NeuRD - SPG {fmt(mean)}, "
-            f"{fmt(100 * float(boot['confidence']))}% CI [{fmt(low)}, {fmt(high)}]; {lower}")
-    return text, paired_check(statistic, low, high), mean
-
-
-PAIRED_CRITERION = ("the bootstrap confidence interval of the mean paired difference NeuRD - "
-                    "SPG lies below 0 (tie: it covers 0; fewer than "
-                    f"{style.MIN_CI_SAMPLES} pairs give no interval: unmeasured)")
-
-
 def _final_claim(game, summary, best, note, cfg) -> Claim:
     claim = f"{game}: NeuRD ends with the lowest final NashConv"
     paper_says = "'NeuRD ... yields the lowest final NashConv'"
@@ -458,27 +379,6 @@ def _sensitivity_claim(game, summary, note) -> Claim:
         "NeuRD's spread below SPG's",
         (Check("NeuRD's spread (threshold: SPG's)", spread[NEURD], "<", spread[SPG]),), "fail",
         spread[NEURD] - spread[SPG])
-
-
-def grid_margin(summary: pd.DataFrame, game: str, algorithm: str) -> float:
-    """How clearly the entropy grid brackets ``algorithm``'s best level in ``game``: the
-    lower of the mean final NashConv at the grid's two ends minus the lowest at a level
-    strictly inside it (means over seeds, as :func:`best_entropies`: a level with a
-    diverged run has none, and is left out of both).  Positive: an inside level beats both
-    ends by that much (the best lies inside); negative: an end beats every inside level by
-    that much (the best lies on it); near 0: the ends and the best inside level are alike,
-    and seed noise can move the best across the grid's end.  NaN for a grid of fewer than
-    3 levels (nothing inside), or with no end or no inside level that has a mean."""
-    rows = summary[(summary.game == game) & (summary.algorithm == algorithm)]
-    grid = np.sort(rows.entropy.unique())
-    if len(grid) < 3:
-        return np.nan
-    levels = rows.groupby("entropy").final_nash_conv
-    means = levels.mean().where(levels.count() == levels.size())  # NaN: a run diverged
-    ends, inside = means.reindex(grid[[0, -1]]).dropna(), means.reindex(grid[1:-1]).dropna()
-    if ends.empty or inside.empty:
-        return np.nan
-    return float(ends.min() - inside.min())
 
 
 def _grid_claim(game, summary, best, note) -> Claim:

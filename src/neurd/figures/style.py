@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from neurd import names
+from neurd.stats import MIN_CI_SAMPLES
 from neurd.tables import atomic_path
 
 # One colour per algorithm across every figure; labels from the vocabulary.
@@ -32,12 +33,6 @@ PHASE_LINE = {"color": "red", "linestyle": "--", "linewidth": 1.0, "gid": "phase
 NEGATION_LINE = {"color": "0.55", "linestyle": ":", "linewidth": 1.3, "zorder": 1.5,
                  "gid": "phase-line"}
 NEGATION_LABEL = "payoff negated"
-# Fewer samples than this (seeds, starts) and a bootstrap band is not drawn as a confidence
-# interval: the percentile bootstrap of a mean from n samples spans about the range of
-# their resampled means, which for normal samples covers the mean in 50% (n = 2), 76% (3),
-# 81% (4), 83% (5) of draws at a nominal 95% (docs/audit.md); each sample is drawn instead,
-# or the figure says that no band is.
-MIN_CI_SAMPLES = 5
 # The gid of the text that says a figure's scale (tests find it by this).
 SCALE_GID = "scale-note"
 

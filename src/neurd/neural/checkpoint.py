@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from neurd.games import CompiledGame
-from neurd.neural.measurement import MEASURED
 from neurd.neural.plan import Plan, job_template
+from neurd.neural.resumable import Unfit, check_resumable
 from neurd.tables import atomic_path
 
 log = logging.getLogger(__name__)
@@ -37,14 +37,6 @@ CHECKPOINT_FORMAT = "neurd-neural-checkpoint"
 # every part's SHA-256 and the digest of meta.json
 CHECKPOINT_VERSION = 5
 PART_BYTES = 16 * 2**20 - 2**16  # a checkpoint file's payload: under 16 MiB with the zip's own
-
-
-class _Unfit(ValueError):
-    """Why a checkpoint does not fit the job; ``array``: the stored array at fault, if one."""
-
-    def __init__(self, reason: str, array: str | None = None):
-        super().__init__(reason)
-        self.array = array
 
 
 class CheckpointPathError(ValueError):
@@ -61,9 +53,6 @@ _OWN = re.compile(r"\.neurd-checkpoint|meta\.json|part-\d+-\d+\.npz"
                   r"|\.(meta\.json|part-\d+-\d+\.npz)\.tmp-\w+\.\w+")
 _META_KEYS = ("format", "version", "identity", "next_row", "generation", "parts", "arrays",
               "pieces", "sha256", "digest")
-# the keys of the records of pieces (one per process that worked on the job)
-PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
-              "seconds", "configuration_iterations_per_second")
 
 
 def meta_digest(meta: dict) -> str:
@@ -189,7 +178,7 @@ class Checkpoint:
     def restore(self, states: list, check=None):
         """``(states, next_row, results, pieces)`` from the folder, or ``None``.
 
-        ``check(next_row, results, pieces)``: raises :class:`_Unfit` unless the
+        ``check(next_row, results, pieces)``: raises :class:`Unfit` unless the
         results and pieces are what the job would hold at ``next_row``.  A
         checkpoint that is unreadable or does not fit (see :meth:`_restore`) is
         dropped here, with one warning naming it and why, before any compute
@@ -204,7 +193,7 @@ class Checkpoint:
         try:
             return self._restore(states, check)
         except Exception as error:  # a checkpoint is a cache: a bad one is dropped, not fatal
-            reason = (str(error) if isinstance(error, _Unfit)
+            reason = (str(error) if isinstance(error, Unfit)
                       else f"{type(error).__name__}: {error}")
         try:
             self._clear(keep_marker=True)
@@ -216,7 +205,7 @@ class Checkpoint:
         return None
 
     def _restore(self, states: list, check):
-        """Read the folder; raise :class:`_Unfit` (or the reader's error) unless it fits.
+        """Read the folder; raise :class:`Unfit` (or the reader's error) unless it fits.
 
         It fits if ``meta.json`` is an object with every key a save writes, its
         ``next_row`` a row (an int >= 0), ``pieces`` a list of objects, its
@@ -234,13 +223,13 @@ class Checkpoint:
             log.warning("ignoring checkpoint %s: it belongs to another run", self.path)
             return None
         if meta["digest"] != meta_digest(meta):
-            raise _Unfit("meta.json was altered after it was written (its digest does not "
+            raise Unfit("meta.json was altered after it was written (its digest does not "
                          "match its content)")
         next_row, pieces = meta["next_row"], meta["pieces"]
         if type(next_row) is not int or next_row < 0:
-            raise _Unfit(f"meta.json: next_row {next_row!r} is not a checkpoint row")
+            raise Unfit(f"meta.json: next_row {next_row!r} is not a checkpoint row")
         if not (isinstance(pieces, list) and all(isinstance(p, dict) for p in pieces)):
-            raise _Unfit("meta.json: pieces is not a list of records")
+            raise Unfit("meta.json: pieces is not a list of records")
         arrays, located = self._read_arrays(folder, meta["parts"], meta["arrays"],
                                             meta["sha256"])
         leaves, treedef = jax.tree_util.tree_flatten(states)
@@ -248,7 +237,7 @@ class Checkpoint:
         expected = {f"leaf_{i}" for i in range(len(leaves))}
         if stored != expected:
             odd = sorted(stored ^ expected, key=lambda k: (len(k), k))
-            raise _Unfit(f"meta.json: the state is {len(stored)} arrays, the job's {len(leaves)}"
+            raise Unfit(f"meta.json: the state is {len(stored)} arrays, the job's {len(leaves)}"
                          f" leaves (not in both: {', '.join(odd[:3])}"
                          f"{', ...' if len(odd) > 3 else ''})")
         results = {k[len("result_"):]: v for k, v in arrays.items() if k.startswith("result_")}
@@ -256,16 +245,16 @@ class Checkpoint:
             for i, x in enumerate(leaves):
                 value = arrays[f"leaf_{i}"]
                 if value.shape != x.shape or value.dtype != x.dtype:
-                    raise _Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
+                    raise Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
                                  f"{x.dtype}{list(x.shape)}", f"leaf_{i}")
                 if np.issubdtype(value.dtype, np.inexact) and not np.all(np.isfinite(value)):
-                    raise _Unfit("holds non-finite values", f"leaf_{i}")
+                    raise Unfit("holds non-finite values", f"leaf_{i}")
             if check is not None:
                 check(next_row, results, pieces)
-        except _Unfit as unfit:
+        except Unfit as unfit:
             if unfit.array is None:
                 raise
-            raise _Unfit(f"{unfit.array} (in {', '.join(located[unfit.array])}) {unfit}") from None
+            raise Unfit(f"{unfit.array} (in {', '.join(located[unfit.array])}) {unfit}") from None
         log.info("resuming from checkpoint %s at checkpoint row %d", self.path, next_row)
         return (jax.tree_util.tree_unflatten(treedef, [jnp.asarray(arrays[f"leaf_{i}"])
                                                        for i in range(len(leaves))]),
@@ -277,14 +266,14 @@ class Checkpoint:
             with open(os.path.join(folder, "meta.json")) as handle:
                 meta = json.load(handle)
         except FileNotFoundError:
-            raise _Unfit("no meta.json") from None
+            raise Unfit("no meta.json") from None
         except ValueError as error:
-            raise _Unfit(f"meta.json is not JSON ({error})") from None
+            raise Unfit(f"meta.json is not JSON ({error})") from None
         if not isinstance(meta, dict):
-            raise _Unfit(f"meta.json is a JSON {type(meta).__name__}, not an object")
+            raise Unfit(f"meta.json is a JSON {type(meta).__name__}, not an object")
         missing = [k for k in _META_KEYS if k not in meta]
         if missing:
-            raise _Unfit(f"meta.json lacks {', '.join(missing)}")
+            raise Unfit(f"meta.json lacks {', '.join(missing)}")
         return meta
 
     @staticmethod
@@ -294,11 +283,11 @@ class Checkpoint:
         declare no more bytes than a part holds (so a crafted part cannot inflate)."""
         if not (isinstance(parts, list) and all(isinstance(n, str) and _PART.fullmatch(n)
                                                 for n in parts)):
-            raise _Unfit("meta.json: parts is not a list of part-<generation>-<k>.npz names")
+            raise Unfit("meta.json: parts is not a list of part-<generation>-<k>.npz names")
         if not isinstance(index, dict):
-            raise _Unfit("meta.json: arrays is not an object")
+            raise Unfit("meta.json: arrays is not an object")
         if not (isinstance(digests, dict) and set(digests) == set(parts)):
-            raise _Unfit("meta.json: sha256 does not name every part")
+            raise Unfit("meta.json: sha256 does not name every part")
         arrays, located = {}, {}
         with contextlib.ExitStack() as stack:
             files = []
@@ -306,23 +295,23 @@ class Checkpoint:
                 path = os.path.join(folder, name)
                 try:
                     if os.path.getsize(path) > PART_BYTES + 2**16:
-                        raise _Unfit(f"{name} is {os.path.getsize(path)} bytes, more than a "
+                        raise Unfit(f"{name} is {os.path.getsize(path)} bytes, more than a "
                                      "part holds")
                     data = open(path, "rb").read()
                     if hashlib.sha256(data).hexdigest() != digests[name]:
-                        raise _Unfit(f"{name} is not the part that was saved (its SHA-256 "
+                        raise Unfit(f"{name} is not the part that was saved (its SHA-256 "
                                      "differs from meta.json's)")
                     with zipfile.ZipFile(io.BytesIO(data)) as archive:
                         declared = sum(member.file_size for member in archive.infolist())
                     if declared > PART_BYTES + 2**16:
-                        raise _Unfit(f"{name} declares {declared} bytes of arrays, more than a "
+                        raise Unfit(f"{name} declares {declared} bytes of arrays, more than a "
                                      "part holds")
                     files.append(stack.enter_context(
                         np.load(io.BytesIO(data), allow_pickle=False)))
-                except _Unfit:
+                except Unfit:
                     raise
                 except Exception as error:
-                    raise _Unfit(f"{name} is unreadable ({type(error).__name__}: "
+                    raise Unfit(f"{name} is unreadable ({type(error).__name__}: "
                                  f"{error})") from None
             for name, entry in index.items():
                 try:
@@ -333,22 +322,22 @@ class Checkpoint:
                                     and isinstance(key, str) for k, key in chunks)):
                         raise ValueError
                 except Exception:
-                    raise _Unfit(f"meta.json: the entry of {name} is malformed") from None
+                    raise Unfit(f"meta.json: the entry of {name} is malformed") from None
                 located[name] = sorted({parts[k] for k, _ in chunks})
                 flat = []
                 for k, key in chunks:
                     try:
                         chunk = files[k][key]
                     except Exception as error:
-                        raise _Unfit(f"{parts[k]}: {key} is unreadable ({type(error).__name__}"
+                        raise Unfit(f"{parts[k]}: {key} is unreadable ({type(error).__name__}"
                                      f": {error})") from None
                     if chunk.dtype != dtype or chunk.ndim != 1:
-                        raise _Unfit(f"{parts[k]}: {key} is {chunk.dtype}{list(chunk.shape)}, "
+                        raise Unfit(f"{parts[k]}: {key} is {chunk.dtype}{list(chunk.shape)}, "
                                      f"not the flat {dtype} meta.json says")
                     flat.append(chunk)
                 flat = np.concatenate(flat) if flat else np.zeros(0, dtype)
                 if flat.size != math.prod(shape):
-                    raise _Unfit(f"{name} (in {', '.join(located[name])}) holds {flat.size} "
+                    raise Unfit(f"{name} (in {', '.join(located[name])}) holds {flat.size} "
                                  f"values, not the {math.prod(shape)} of its shape {list(shape)}")
                 arrays[name] = flat.reshape(shape)
         return arrays, located
@@ -375,93 +364,6 @@ class Checkpoint:
                 os.remove(os.path.join(folder, name))
         if not os.listdir(folder) and not os.path.islink(folder):
             os.rmdir(folder)
-
-
-def check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, configs: int,
-                    legal_count: int, next_row: int, results: dict, pieces: list) -> None:
-    """Raise :class:`_Unfit` unless ``results`` and ``pieces`` are what
-    :func:`~neurd.neural.experiment.run` holds before checkpoint row ``next_row`` of the grid
-    ``iterations``/``phases``.
-
-    The per-checkpoint arrays are float64 ``[K, C]``: finite in the rows measured
-    (``row < next_row``) while the configuration lives, NaN in the others, in every row for
-    the exact critic's error, and at iteration 0 for ``blocked`` and ``critic_loss``; a
-    configuration that diverged (``run`` records it so) is NaN in every array from the
-    first row its NashConv is NaN; ``phase_tables`` is float32 ``[P, C, L]``, one per phase
-    ended before ``next_row``, finite where the configuration lived at the phase's end and
-    NaN where not; ``logits`` is float64 ``[K, len(plan.logged), L]``, finite in the rows
-    measured while the configuration lived and NaN in the others; each piece a record with
-    the keys ``run`` writes (the pipeline reads them).
-    """
-    rows = len(iterations)
-    if not 0 <= next_row <= rows:
-        raise _Unfit(f"meta.json: next_row {next_row} is off the checkpoint grid (rows "
-                     f"0..{rows})")
-    names = {*MEASURED, "phase_tables", "logits"}
-    if set(results) != names:
-        raise _Unfit(f"meta.json: the results are {sorted(results)}, the job's are "
-                     f"{sorted(names)}")
-    measured = np.arange(rows) < next_row
-    nash_conv = results["nash_conv"]
-    if nash_conv.shape == (rows, configs):  # the first row each configuration is NaN in
-        lost = np.isnan(nash_conv) & measured[:, None]
-        first = np.where(lost.any(axis=0), np.argmax(lost, axis=0), rows)
-    else:
-        first = np.full(configs, rows)
-    lives = measured[:, None] & (np.arange(rows)[:, None] < first[None, :])  # [K, C]
-    entropy = results.get("policy_entropy")  # measured in every row while a configuration lives
-    if (isinstance(entropy, np.ndarray) and entropy.shape == (rows, configs)
-            and np.any(np.isfinite(entropy[measured[:, None] & ~lives]))):
-        raise _Unfit("holds NaN where the configuration's other measurements hold values (a "
-                     "configuration that diverged is NaN in every one)", "result_nash_conv")
-    for name in MEASURED:
-        value, array = results[name], f"result_{name}"
-        if value.dtype != np.float64 or value.shape != (rows, configs):
-            raise _Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
-                         f"float64{[rows, configs]}", array)
-        if name in ("blocked", "critic_loss"):
-            written = lives & (iterations > 0)[:, None]
-        elif name == "critic_rmse" and plan.spec.critic == "exact":
-            written = np.zeros_like(lives)
-        else:
-            written = lives
-        if not np.all(np.isfinite(value[written])):
-            raise _Unfit("holds non-finite values in rows the job has measured (of a "
-                         "configuration that had not diverged)", array)
-        if not np.all(np.isnan(value[~written])):
-            raise _Unfit("holds values where the job has written none", array)
-    ends = np.flatnonzero(measured & (iterations == phases * plan.phase_iterations))
-    tables = results["phase_tables"]
-    if tables.dtype != np.float32 or tables.shape != (len(ends), configs, legal_count):
-        raise _Unfit(f"is {tables.dtype}{list(tables.shape)}, the job's is "
-                     f"float32{[len(ends), configs, legal_count]}", "result_phase_tables")
-    kept = lives[ends][:, :, None]  # [P, C, 1]: the configuration lived at the phase's end
-    if not (np.all(np.isfinite(tables[np.broadcast_to(kept, tables.shape)]))
-            and np.all(np.isnan(tables[~np.broadcast_to(kept, tables.shape)]))):
-        raise _Unfit("is not finite exactly where a configuration lived at a phase's end",
-                     "result_phase_tables")
-    logits, shape = results["logits"], (rows, len(plan.logged), legal_count)
-    if logits.dtype != np.float64 or logits.shape != shape:
-        raise _Unfit(f"is {logits.dtype}{list(logits.shape)}, the job's is "
-                     f"float64{list(shape)}", "result_logits")
-    logged = np.broadcast_to(lives[:, np.asarray(plan.logged, np.int64)][:, :, None], shape)
-    if not (np.all(np.isfinite(logits[logged])) and np.all(np.isnan(logits[~logged]))):
-        raise _Unfit("is not finite exactly in the rows the job has measured (while the "
-                     "configuration had not diverged)", "result_logits")
-    reached = 0
-    for i, piece in enumerate(pieces):
-        missing = [k for k in PIECE_KEYS if k not in piece]
-        if missing:
-            raise _Unfit(f"meta.json: piece {i} lacks {', '.join(missing)}")
-        start, count = piece["first_iteration"], piece["iterations"]
-        if not (type(start) is int and type(count) is int and start == reached and count >= 0):
-            raise _Unfit(f"meta.json: piece {i} starts at iteration {start!r} after "
-                         f"{reached} iterations were done (pieces follow one another)")
-        reached += count
-    done = int(iterations[next_row - 1]) if next_row else 0
-    if pieces and reached != done:
-        raise _Unfit(f"meta.json: the pieces did {reached} iterations, the curves measured up to "
-                     f"iteration {done} (next_row {next_row})")
 
 
 class StateError(ValueError):
@@ -499,7 +401,7 @@ def restore_strictly(compiled: CompiledGame, plan: Plan, identity: dict, folder
     try:
         restored = checker._restore(states, partial(check_resumable, plan, iterations, phases,
                                                     len(plan.configurations), legal))
-    except _Unfit as unfit:
+    except Unfit as unfit:
         raise StateError(f"{folder}: {unfit}") from None
     except Exception as error:
         raise StateError(f"{folder}: cannot be read ({type(error).__name__}: {error})") from None

@@ -31,11 +31,9 @@ from neurd.neural.arguments import check_plan
 from neurd.neural.checkpoint import (
     CHECKPOINT_FORMAT,
     MARKER,
-    PIECE_KEYS,
     Checkpoint,
     CheckpointPathError,
     StateError,
-    check_resumable,
     check_state,
     restore_strictly,
 )
@@ -50,6 +48,7 @@ from neurd.neural.measurement import (
     phase_policies,
 )
 from neurd.neural.plan import Plan, checkpoint_grid, job_template
+from neurd.neural.resumable import PIECE_KEYS, check_resumable
 from neurd.precision import float64
 from neurd.progress import Progress
 

@@ -1,6 +1,7 @@
 """The neural stage's tables: what each holds (its columns), how a job's table is made
 from a run's results and checked to be a config's run, and what is derived from a game's
-curves (per-run summary, bootstrap CI over seeds, the uniform policy's NashConv).
+curves (per-run summary, bootstrap CI over seeds, the uniform policy's NashConv) and which
+runs diverged (under the main critic and the exact one).
 
 The stage (:mod:`neurd.pipeline.neural`) writes these tables and a publication
 (:mod:`neurd.publication`) checks and derives them again, both from here.
@@ -220,6 +221,14 @@ def average_nash_conv(iteration: np.ndarray, phase: np.ndarray, nash_conv: np.nd
     return float(area / (iteration.max() - iteration.min()))
 
 
+def diverged_at(run: pd.DataFrame) -> int | None:
+    """The first iteration (in the order of phases) at which a run's NashConv is not finite;
+    None for a run that reached its end."""
+    run = run.sort_values(["iteration", "phase"])
+    lost = run.nash_conv.isna().to_numpy()
+    return int(run.iteration.to_numpy()[lost.argmax()]) if lost.any() else None
+
+
 def summary_table(cfg: Mapping, nashconv: pd.DataFrame) -> pd.DataFrame:
     """Per run: final NashConv (mean of the last checkpoints), average NashConv, and where
     it diverged (NaN, NaN and the iteration for a run that did)."""
@@ -227,14 +236,57 @@ def summary_table(cfg: Mapping, nashconv: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, run in nashconv.groupby(["game", "algorithm", "entropy", "seed"], sort=True):
         run = run.sort_values(["iteration", "phase"])
-        lost = run.nash_conv.isna().to_numpy()
         rows.append((*key, float(run.nash_conv.iloc[-last:].mean(skipna=False)),
                      average_nash_conv(run.iteration.to_numpy(), run.phase.to_numpy(),
-                                       run.nash_conv.to_numpy()),
-                     int(run.iteration.to_numpy()[lost.argmax()]) if lost.any() else None))
+                                       run.nash_conv.to_numpy()), diverged_at(run)))
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     frame["diverged_at"] = frame.diverged_at.astype("Int64")
     return frame
+
+
+def diverged_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
+    """A game's runs that diverged (``diverged_at`` given: the first iteration whose NashConv
+    was not finite), by algorithm, entropy level and seed; none from a summary without the
+    column (a publication from before it: none of its runs diverged)."""
+    rows = summary[summary.game == game]
+    if "diverged_at" not in rows:
+        return rows.iloc[:0]
+    return rows[rows.diverged_at.notna()].sort_values(["algorithm", "entropy", "seed"])
+
+
+def exact_critic_runs(diagnostics: pd.DataFrame, game: str) -> pd.DataFrame:
+    """A game's runs with the exact critic beside the learned one (the runs of
+    Fig 6's exact-critic claim; none where the game has no such runs): ``algorithm, entropy,
+    seed, diverged_at``, the first iteration (in the order of phases) whose NashConv was not
+    finite, null for a run that reached its end."""
+    rows = diagnostics[diagnostics.game == game]
+    columns = ["algorithm", "entropy", "seed", "diverged_at"]
+    if not {"exact", "learned"} <= set(rows.critic):
+        return pd.DataFrame(columns=columns)
+    out = [(*key, diverged_at(run))
+           for key, run in rows[rows.critic == "exact"].groupby(columns[:3], sort=True)]
+    frame = pd.DataFrame(out, columns=columns)
+    frame["diverged_at"] = frame.diverged_at.astype("Int64")
+    return frame
+
+
+def every_diverged_run(summary: pd.DataFrame, diagnostics: pd.DataFrame, game: str
+                       ) -> pd.DataFrame:
+    """A game's runs that diverged under either critic: :func:`diverged_runs` (the learned
+    critic's, or the config's main critic's) and the exact critic's beside them, with a
+    ``critic`` column (``main`` or ``exact``)."""
+    exact = exact_critic_runs(diagnostics, game)
+    exact = exact[exact.diverged_at.notna()].assign(critic="exact")
+    main = diverged_runs(summary, game).assign(critic="main")
+    if "diverged_at" not in main:  # a summary from before the column: none diverged
+        main = main.assign(diverged_at=pd.array([], dtype="Int64"))
+    columns = ["critic", "algorithm", "entropy", "seed", "diverged_at"]
+    return pd.concat([main[columns], exact[columns]], ignore_index=True)
+
+
+def finished_runs(summary: pd.DataFrame, game: str) -> pd.DataFrame:
+    """A game's runs that did not diverge: those with a final and an average NashConv."""
+    return summary[summary.game == game].drop(diverged_runs(summary, game).index)
 
 
 def uniform_nash_conv(compiled, phases: int) -> np.ndarray:
