@@ -163,7 +163,12 @@ def report(results: list[dict], command: str) -> str:
             f"| {r['name']} | {fmt_time(c['ours'])} | {fmt_time(c['theirs'])} | "
             f"{c['speedup']:.0f}x | {fmt_time(n['ours'])} | {fmt_time(n['ours_batch'])} | "
             f"{fmt_time(n['theirs'])} | {n['speedup']:.0f}x | {n['speedup_batch']:.0f}x |")
-    lines += [
+    return "\n".join(lines + _yardsticks_and_setup(results)) + "\n"
+
+
+def _yardsticks_and_setup(results: list[dict]) -> list[str]:
+    """The report's tables of Fig 4b's yardsticks and of the set-up and compile times."""
+    lines = [
         "",
         "## Fig 4b's yardsticks: CFR and CFR+ as OpenSpiel computes them",
         "",
@@ -197,7 +202,7 @@ def report(results: list[dict], command: str) -> str:
             f"| {r['name']} | {fmt_time(s['compile_game'])} | {fmt_time(s['sequence_form'])} | "
             f"{fmt_time(c['jit'])} | {fmt_time(n['jit'])} | {fmt_time(n['jit_batch'])} | "
             f"{fmt_time(s['pyspiel_solver_setup'])} | {fmt_time(s['solver_tree'])} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 @float64  # the engine's precision: its NashConv matches OpenSpiel's to 1e-10

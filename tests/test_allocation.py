@@ -462,8 +462,9 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     assert any(m["name"].endswith("in-progress/learned_s0-0/meta.json")
                for m in index["members"])
 
-    from neurd.publish import _add  # the command's own step, as `make publish-blocks` runs it
-    monkeypatch.setattr("neurd.publish._config_and_folder",
+    # the command's own step, as `make publish-blocks` runs it
+    from neurd.published_commands import _add
+    monkeypatch.setattr("neurd.published_commands._config_and_folder",
                         lambda args: (cfg, folder, tmp_path / "work"))
     _add(SimpleNamespace(packs=[str(report.out)], keep_reports=None, replace=False,
                          configfile="smoke", workflow="."))

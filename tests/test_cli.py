@@ -204,7 +204,7 @@ def test_check_config_warns_of_an_empty_publication_only_where_the_config_uses_i
 def test_which_config_files_use_the_publication(tmp_path):
     from pathlib import Path
 
-    from neurd.publish import uses_publication
+    from neurd.published_commands import uses_publication
 
     root = Path(__file__).resolve().parents[1]
     config = {"published": {"folder": "published/paper",

@@ -67,7 +67,7 @@ def test_every_rule_that_runs_as_a_job_declares_threads_and_resources():
 
 
 def test_runtimes_grow_with_the_config():
-    from neurd.pipeline.neural import job_runtime_minutes
+    from neurd.pipeline.neural_resources import job_runtime_minutes
     from neurd.pipeline.tabular import (
         check_runtime_minutes,
         reference_runtime_minutes,

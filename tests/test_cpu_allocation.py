@@ -211,9 +211,9 @@ def _wait(condition, seconds, what):
 def _publish(root, cfg, monkeypatch):
     from types import SimpleNamespace
 
-    from neurd.publish import _add  # the step `make publish-blocks` runs
+    from neurd.published_commands import _add  # the step `make publish-blocks` runs
 
-    monkeypatch.setattr("neurd.publish._config_and_folder",
+    monkeypatch.setattr("neurd.published_commands._config_and_folder",
                         lambda args: (cfg, root / "published", root / "publish-work"))
     _add(SimpleNamespace(packs=[str(root / "out")], keep_reports=None,
                          keep_cpu_reports=str(root / "reports"), replace=False,

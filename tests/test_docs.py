@@ -118,7 +118,7 @@ def workflow(tmp_path_factory):
 
 
 def _gpu_visible() -> bool:
-    from neurd.pipeline.neural import gpu_visible
+    from neurd.pipeline.neural_resources import gpu_visible
 
     return gpu_visible()
 
@@ -191,7 +191,7 @@ def test_the_readme_says_how_many_seeds_the_paper_scale_publication_holds(tmp_pa
     import textwrap
 
     from neurd.cli import main
-    from neurd.publish import readme_block, seeds_sentence
+    from neurd.published_commands import readme_block, seeds_sentence
 
     text = _page("README.md")
     span = readme_block(text, "published/paper")

@@ -10,7 +10,7 @@ import pytest
 
 from neurd.config import ConfigError
 from neurd.limits import check_games
-from neurd.pipeline import neural
+from neurd.pipeline import neural, neural_resources
 from neurd.stages import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,22 +32,22 @@ def _never():
 
 def test_the_paper_scale_without_a_gpu_is_refused_with_its_estimate_and_the_key():
     cfg, sizes = _section("workflow/config/paper.yaml")
-    hours = neural.cpu_hours(cfg, sizes)
+    hours = neural_resources.cpu_hours(cfg, sizes)
     # 480 configurations x 3 x 0.33e6 iterations at the measured two-core rates, Kuhn twice
     # (its exact-critic runs): about 100 hours, Goofspiel the most
     assert 90 < sum(hours.values()) < 120 and max(hours, key=hours.get) == "goofspiel"
     with pytest.raises(ConfigError, match=r"'neural.allow_cpu'.* about 104 CPU hours .*"
                                           r"goofspiel 78.*allow_cpu: true"):
-        neural.check_device(cfg, sizes, gpu=_no_gpu)
-    neural.check_device(cfg, sizes, gpu=lambda: True)
-    neural.check_device({**cfg, "allow_cpu": True}, sizes, gpu=_never)
+        neural_resources.check_device(cfg, sizes, gpu=_no_gpu)
+    neural_resources.check_device(cfg, sizes, gpu=lambda: True)
+    neural_resources.check_device({**cfg, "allow_cpu": True}, sizes, gpu=_never)
 
 
 @pytest.mark.parametrize("files", [(), ("workflow/config/smoke.yaml",)])
 def test_the_default_and_smoke_scales_never_ask_for_a_gpu(files):
     cfg, sizes = _section(*files)
-    assert sum(neural.cpu_hours(cfg, sizes).values()) < 1
-    neural.check_device(cfg, sizes, gpu=_never)
+    assert sum(neural_resources.cpu_hours(cfg, sizes).values()) < 1
+    neural_resources.check_device(cfg, sizes, gpu=_never)
 
 
 def test_a_game_of_ones_own_is_estimated_from_its_information_states():
@@ -55,19 +55,20 @@ def test_a_game_of_ones_own_is_estimated_from_its_information_states():
     cfg = {**cfg, "games": ["liars"], "game_strings": {"liars": "liars_dice"},
            "phase_iterations": {"liars": 10**6}, "exact_critic_games": []}
     sizes = check_games("neural", {**cfg, "expected_infostates": {}}, {"max_histories": 10**7})
-    hours = neural.cpu_hours(cfg, sizes)["liars"]
+    hours = neural_resources.cpu_hours(cfg, sizes)["liars"]
     states = sizes["liars"].infostates
     configurations = 2 * 6 * 5
     # at Goofspiel's measured cost per information state: 1.7e3 configuration-iterations per
     # second with 24 configurations on two cores (docs/performance.md) over its 2124 states
     assert hours == pytest.approx(configurations * 3e6 * states / (1.7e3 * 2124) / 3600)
     twice = {"liars": dataclasses.replace(sizes["liars"], infostates=2 * states)}
-    assert neural.cpu_hours(cfg, twice)["liars"] == pytest.approx(2 * hours)
+    assert neural_resources.cpu_hours(cfg, twice)["liars"] == pytest.approx(2 * hours)
     with pytest.raises(ConfigError, match="allow_cpu"):
-        neural.check_device(cfg, sizes, gpu=_no_gpu)
+        neural_resources.check_device(cfg, sizes, gpu=_no_gpu)
 
 
-@pytest.mark.skipif(neural.gpu_visible(), reason="a GPU is visible here: nothing is refused")
+@pytest.mark.skipif(neural_resources.gpu_visible(),
+                    reason="a GPU is visible here: nothing is refused")
 def test_check_config_refuses_the_paper_scale_here_and_the_key_allows_it(tmp_path):
     refused = subprocess.run([NEURD, "check-config", "workflow/config/paper.yaml"], cwd=ROOT,
                              capture_output=True, text=True)
@@ -90,16 +91,16 @@ def test_check_config_refuses_the_paper_scale_here_and_the_key_allows_it(tmp_pat
     (2, 4, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.375"}),
 ])
 def test_jobs_sharing_a_gpu_size_their_memory(gpus_per_job, gpus, expected):
-    assert neural.gpu_memory_environment({"gpus_per_job": gpus_per_job}, gpus) == expected
+    assert neural_resources.gpu_memory_environment({"gpus_per_job": gpus_per_job}, gpus) == expected
 
 
 def test_settings_exported_to_the_jobs_keep_what_the_user_set(monkeypatch):
     monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.5")
     monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
-    neural.export_settings({"checkpoint_minutes": 5, "gpus_per_job": 1}, gpus=4)
+    neural_resources.export_settings({"checkpoint_minutes": 5, "gpus_per_job": 1}, gpus=4)
     import os
 
     assert os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.5"
-    neural.export_settings({"checkpoint_minutes": 5, "gpus_per_job": 0})
+    neural_resources.export_settings({"checkpoint_minutes": 5, "gpus_per_job": 0})
     assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert "allow_cpu" in neural.SETTINGS  # changes no number: out of the snapshot

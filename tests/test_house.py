@@ -2,9 +2,9 @@
 across modules, and the figures drawn from statistics rather than used as them.
 
 The import graph's direction and cycles are tests/test_imports.py's; this file checks what
-a maintainer reading the package meets: no module of ``src/`` over :data:`MODULE_LINES`
-lines, no function of ``src/`` or ``bench/`` over :data:`FUNCTION_LINES` code lines (its
-docstring, blank lines and comments not counted), every module opening with a docstring
+a maintainer reading the package meets: no module of ``src/`` or ``bench/`` over
+:data:`MODULE_LINES` lines, no function of either over :data:`FUNCTION_LINES` code lines
+(its docstring, blank lines and comments not counted), every module opening with a docstring
 that says its concern, no ``_private`` name of one module imported or reached into by
 another, and no module outside ``neurd.figures`` importing a figure module but the steps
 that draw one (:data:`DRAWING_STEPS`; the registry and the command line load one by computed
@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src"
-MODULE_LINES = 600
-FUNCTION_LINES = 80
+MODULE_LINES = 500
+FUNCTION_LINES = 60
 # The steps that draw a figure, above both its tables' stage and its figure module.
 DRAWING_STEPS = {
     "neurd.readings_grid": "neurd readings-grid: the readings study's tables and figure",
@@ -53,7 +53,8 @@ def _code_lines(node: ast.AST, lines: list[str]) -> int:
 
 
 def test_no_module_is_over_its_size():
-    over = [f"{path.relative_to(ROOT)}: {n} lines" for path in OURS.values()
+    paths = [*OURS.values(), *_python(ROOT / "bench")]
+    over = [f"{path.relative_to(ROOT)}: {n} lines" for path in paths
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES]
     assert not over, f"modules over {MODULE_LINES} lines:\n" + "\n".join(over)
 

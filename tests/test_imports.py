@@ -56,8 +56,8 @@ LAYERS = [
     # a run's provenance, a publication checked against its config file, the readings
     # study's grid step (its tables and its figure), a publication's Fig 6 claims written into
     # the findings page, the time make figures expects, the command line
-    ["neurd.provenance", "neurd.publish", "neurd.readings_grid", "neurd.published_findings",
-     "neurd.expected_time", "neurd.cli"],
+    ["neurd.provenance", "neurd.published_commands", "neurd.readings_grid",
+     "neurd.published_findings", "neurd.expected_time", "neurd.cli"],
 ]
 
 # Imports by computed name (importlib.import_module), as (module, "top" | "function",

@@ -19,7 +19,7 @@ import test_publication as shared
 from neurd import intake, publication
 from neurd.intake import BlockRefused
 from neurd.publication import BlockSource, PublicationError
-from neurd.publish import expected_snapshot, neural_defaults
+from neurd.published_commands import expected_snapshot, neural_defaults
 from neurd.tables import InputFileError
 
 # the tiny config's blocks and a publication of two of them (test_publication's fixtures)
@@ -167,12 +167,12 @@ def test_another_configs_publication_in_the_folder_is_named_as_such(workflow):
 def test_a_refused_block_is_one_line_of_the_command_line(monkeypatch, caplog):
     """``neurd published-add`` reports a refused block as every refusal: one error line, exit
     status 2, no traceback."""
-    from neurd import cli, publish
+    from neurd import cli, published_commands
 
     def refuse(args):
         raise BlockRefused("pack: kuhn block learned_s0-0 does not reproduce here: ...")
 
-    monkeypatch.setattr(publish, "_add", refuse)
+    monkeypatch.setattr(published_commands, "_add", refuse)
     assert cli.main(["published-add", "workflow/config/smoke.yaml", "pack"]) == 2
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and "learned_s0-0 does not reproduce" in errors[0].getMessage()

@@ -8,7 +8,7 @@ import yaml
 
 from neurd.config import ConfigError
 from neurd.neural.runs import jobs, main_critic
-from neurd.pipeline.readings import DEFAULT_READING, variant_sections
+from neurd.pipeline.readings import DEFAULT_READING, reading_sections
 from neurd.stages import validate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ def _config(readings=None) -> dict:
 def test_every_reading_is_the_study_default_with_one_change():
     config = _config()
     validate(config, SCHEMAS)
-    sections = variant_sections(config)
+    sections = reading_sections(config)
     base = sections.pop(DEFAULT_READING)
     assert base["phase_iterations"] == {"kuhn": 4000, "leduc": 2000, "goofspiel": 1000}
     assert base["exact_critic_games"] == [] and base["entropies"] == config["neural"]["entropies"]
@@ -60,7 +60,7 @@ def test_a_bad_reading_is_refused_naming_it(variants, named):
 def test_a_study_of_its_own_replaces_the_default_variants():
     config = _config({"variants": {"centred": {"neurd_logits": "centred"}}})
     validate(config, SCHEMAS)
-    assert set(variant_sections(copy.deepcopy(config))) == {DEFAULT_READING, "centred"}
+    assert set(reading_sections(copy.deepcopy(config))) == {DEFAULT_READING, "centred"}
 
 
 # --- the logged logits (neural.logits_log) -----------------------------------------------------
@@ -82,7 +82,7 @@ def test_logits_are_logged_in_the_study_only_and_the_key_is_not_a_setting():
         validate(config, SCHEMAS)
         assert "logits_log" not in snapshot(config, "neural")
         assert not runs.logits_logged(config["neural"])
-        for name, section in variant_sections(config).items():
+        for name, section in reading_sections(config).items():
             assert section["logits_log"] == {"seeds": [0], "entropies": [0.0, 0.01]}, name
             assert runs.plan({**section, "seed": 0}, "kuhn", "learned", 0).logged, name
     assert "logits_log" not in neural.SETTINGS

@@ -205,7 +205,7 @@ def test_a_state_with_nan_weights_is_refused(setup, state, tmp_path):
 
 
 def test_a_pack_may_hold_a_block_in_progress():
-    from neurd.publish import pack_member_allowed
+    from neurd.published_commands import pack_member_allowed
 
     allowed = pack_member_allowed({"games": ["kuhn"]})
     base = "neural/kuhn/in-progress/learned_s0-39"

@@ -160,7 +160,7 @@ def open_seeds(cfg, game, published, in_progress) -> list[int]:
     return [s for s in range(int(cfg["seeds"])) if s not in taken]
 
 
-def seed_runs(seeds: Sequence[int], size: int) -> list[tuple[int, int]]:
+def seed_ranges(seeds: Sequence[int], size: int) -> list[tuple[int, int]]:
     """Consecutive runs of at most ``size`` seeds covering ``seeds``."""
     out, start = [], None
     for k, s in enumerate(seeds):
@@ -188,7 +188,7 @@ def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job
     queues = {}
     for game in cfg["games"]:
         queue = []
-        for first, last in seed_runs(open_seeds(cfg, game, published, in_progress),
+        for first, last in seed_ranges(open_seeds(cfg, game, published, in_progress),
                                      sizes[game]):
             for critic in critics(cfg, game):
                 work = throughput.work(cfg, game, critic, last - first + 1, parallel)

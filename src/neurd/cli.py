@@ -19,19 +19,19 @@ import signal
 import sys
 import time
 
-from neurd import __version__, expected_time, publish, published_findings, readings_grid
+from neurd import __version__, expected_time, published_commands, published_findings, readings_grid
 from neurd.audit import gather, write_audit
 from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
 from neurd.games import GameError, GameFileError
 from neurd.intake import BlockRefused
 from neurd.packs import PackError
-from neurd.pipeline.neural import checkpoint_minutes_default
+from neurd.pipeline.neural_resources import checkpoint_minutes_default
 from neurd.pipeline.tabular import ReferenceMismatch
 from neurd.precision import float64
 from neurd.provenance import collect, write_html
 from neurd.publication import PublicationError
-from neurd.publish import check_configured
+from neurd.published_commands import check_configured
 from neurd.stages import STAGES, load_config, results_root
 from neurd.tables import InputFileError, read_table, write_json
 
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     for stage in STAGES.values():
         stage.add_steps(sub)
     readings_grid.register(sub)
-    publish.register(sub)
+    published_commands.register(sub)
     published_findings.register(sub)
     expected_time.register(sub)
 

@@ -30,6 +30,7 @@ from neurd.names import LEARNERS
 from neurd.neural import results as neural_tables
 from neurd.neural import runs
 from neurd.pipeline import neural as stage
+from neurd.pipeline import neural_resources
 
 # The neural section's learning and table keys, at their defaults (those of
 # workflow/schemas/neural.schema.yaml; tests/test_neural_compare.py keeps them equal):
@@ -166,14 +167,14 @@ def _check_size(cfg: Mapping, name: str, compiled: CompiledGame, max_hours) -> N
     """Refuse, before compiling, a run the stage's estimates put far past ``max_hours`` on two
     CPU cores, or past 80% of the memory the machine has available."""
     size = size_of(compiled)
-    hours = stage.cpu_hours(cfg, {name: size})[name]
+    hours = neural_resources.cpu_hours(cfg, {name: size})[name]
     if max_hours is not None and hours > 10.0 * max_hours:
         raise ConfigError(f"compare: argument max_hours: the run would take about {hours:.1f} "
                           f"hours on two CPU cores (the stage's estimate from measured rates), "
                           f"more than the {max_hours} allowed; pass a larger max_hours (or "
                           "None) to run it anyway, or fewer iterations", "max_hours")
     available = available_memory_bytes()
-    need = stage.job_memory_bytes(dict(cfg, seeds_per_job=cfg["seeds"]), size)
+    need = neural_resources.job_memory_bytes(dict(cfg, seeds_per_job=cfg["seeds"]), size)
     if available is not None and need > 0.8 * available:
         raise ConfigError(f"compare: the run would hold about {need / 2**30:.1f} GiB (networks "
                           f"{cfg['hidden_sizes']}, {cfg['seeds_per_batch']} seeds per batch), "

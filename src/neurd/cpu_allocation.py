@@ -23,7 +23,7 @@ from neurd.allocation import (
     Block,
     InProgress,
     open_seeds,
-    seed_runs,
+    seed_ranges,
 )
 from neurd.costs import Bytes, Throughput
 from neurd.neural.runs import critics
@@ -156,8 +156,8 @@ class _Filler:
         k = 0
         while k < len(seeds):
             first = seeds[k]
-            run = seed_runs(seeds[k:], size)[0]  # the next block's seeds, consecutive
-            fits = [n for n in range(run[1] - first + 1, 0, -1) if (
+            block = seed_ranges(seeds[k:], size)[0]  # the next block's seeds, consecutive
+            fits = [n for n in range(block[1] - first + 1, 0, -1) if (
                 block_seconds(cfg, throughput, game, n, slowdown) or math.inf) <= self.left]
             if not fits:
                 critic = critics(cfg, game)[0]

@@ -135,15 +135,9 @@ def _checked_member(index_path: Path, member: tarfile.TarInfo, expected: Mapping
         raise PackError(f"{where} is {member.size} bytes, the index says {expected['bytes']}")
 
 
-def unpack(index_path: str | os.PathLike, allowed: Callable[[str], bool],
-           work: str | os.PathLike) -> tuple[dict, Path]:
-    """Check the pack whose index is ``index_path`` and extract it into a new temporary
-    folder inside ``work``; return ``(index, folder)``.  The caller moves what it wants out
-    of the folder and removes it.  ``allowed(member name)``: whether the pack may hold it.
-    Raises :class:`PackError` naming the file and what is wrong, having written nothing
-    (the temporary folder is removed)."""
-    index_path = Path(index_path)
-    index = read_index(index_path)
+def _joined_parts(index_path: Path, index: dict) -> bytes:
+    """The archive: the index's parts, each checked against its size and SHA-256, joined and
+    checked against the archive's."""
     archive = []
     for k, part in enumerate(index["parts"]):
         path = index_path.parent / part["name"]
@@ -165,6 +159,19 @@ def unpack(index_path: str | os.PathLike, allowed: Callable[[str], bool],
     if len(archive) > MAX_TOTAL_BYTES:
         raise PackError(f"{index_path}: the archive is {len(archive)} bytes, more than "
                         f"{MAX_TOTAL_BYTES}")
+    return archive
+
+
+def unpack(index_path: str | os.PathLike, allowed: Callable[[str], bool],
+           work: str | os.PathLike) -> tuple[dict, Path]:
+    """Check the pack whose index is ``index_path`` and extract it into a new temporary
+    folder inside ``work``; return ``(index, folder)``.  The caller moves what it wants out
+    of the folder and removes it.  ``allowed(member name)``: whether the pack may hold it.
+    Raises :class:`PackError` naming the file and what is wrong, having written nothing
+    (the temporary folder is removed)."""
+    index_path = Path(index_path)
+    index = read_index(index_path)
+    archive = _joined_parts(index_path, index)
     expected = {m["name"]: m for m in index["members"]}
     if len(expected) != len(index["members"]):
         raise PackError(f"{index_path}: the index names a member twice")

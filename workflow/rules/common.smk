@@ -10,8 +10,8 @@ from neurd.games import FORMAT_VERSION as GAME_FORMAT_VERSION
 from neurd.names import REFERENCE_SOLVERS
 from neurd.pipeline.neural import SETTINGS as NEURAL_SETTINGS
 from neurd.neural.runs import main_critic
-from neurd.pipeline.neural import job_runtime_minutes
-from neurd.pipeline.readings import select_jobs, variant_sections
+from neurd.pipeline.neural_resources import job_runtime_minutes
+from neurd.pipeline.readings import select_jobs, reading_sections
 from neurd.pipeline.tabular import (
     check_runtime_minutes,
     reference_runtime_minutes,
@@ -68,7 +68,7 @@ onstart:
 
 # The readings study's readings (readings.smk), each a neural section of its own.
 READINGS = {
-    name: {"seed": config["seed"], **section} for name, section in variant_sections(config).items()
+    name: {"seed": config["seed"], **section} for name, section in reading_sections(config).items()
 }
 READING_NAMES = list(READINGS)
 

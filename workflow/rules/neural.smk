@@ -2,7 +2,7 @@
 # into jobs of neural.seeds_per_job run seeds; a job runs every algorithm and
 # entropy level of its seeds as one jitted program (GPU when present).
 from neurd.neural.runs import jobs, logits_logged
-from neurd.pipeline.neural import export_settings
+from neurd.pipeline.neural_resources import export_settings
 
 NEURAL = config["neural"]
 # How often a job saves its state, and how much GPU memory it takes, change no number, so

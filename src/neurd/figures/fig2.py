@@ -156,6 +156,15 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
         "<= 1e-12", (Check("largest |pi_Hedge - pi_NeuRD|", difference, "<=", 1e-12),),
     ))
 
+    return rows + _logit_claims(trajectories, switch, cross[HEDGE])
+
+
+def _logit_claims(trajectories: pd.DataFrame, switch: int, hedge_cross: int | None
+                  ) -> list[Claim]:
+    """The claims on the logits after the switch (in the forfeit game): how fast the forfeit
+    logit falls, Hedge's constant gap until T is preferred (round ``hedge_cross``), SPG's
+    shrinking gap."""
+    rows = []
     logits = {a: centred(_wide(trajectories, a, "logit")) for a in (SPG, HEDGE, NEURD)}
     rate = {a: float((v["F"].iloc[-1] - v["F"].loc[switch]) / (len(v) - 1 - switch))
             for a, v in logits.items()}
@@ -174,7 +183,7 @@ def claims(trajectories: pd.DataFrame, sweep: pd.DataFrame, readings: pd.DataFra
     ))
     gap = {a: v.max(axis=1) - v.min(axis=1) for a, v in logits.items() if a != NEURD}
     # Until the round before T overtakes H: from then on T holds the largest logit.
-    end = cross[HEDGE] - 1 if cross[HEDGE] is not None else len(gap[HEDGE]) - 1
+    end = hedge_cross - 1 if hedge_cross is not None else len(gap[HEDGE]) - 1
     hedge_window = gap[HEDGE].loc[switch:end]
     drift = float((hedge_window - hedge_window.iloc[0]).abs().max())
     rows.append(Claim(

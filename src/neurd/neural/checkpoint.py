@@ -277,6 +277,29 @@ class Checkpoint:
         return meta
 
     @staticmethod
+    def _open_part(folder, name: str, digest: str):
+        """Part ``name`` opened (an ``NpzFile``) once its SHA-256 is ``digest`` and its members
+        declare no more bytes than a part holds; :class:`Unfit` saying why not."""
+        path = os.path.join(folder, name)
+        try:
+            if os.path.getsize(path) > PART_BYTES + 2**16:
+                raise Unfit(f"{name} is {os.path.getsize(path)} bytes, more than a part holds")
+            data = open(path, "rb").read()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise Unfit(f"{name} is not the part that was saved (its SHA-256 differs from "
+                            "meta.json's)")
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                declared = sum(member.file_size for member in archive.infolist())
+            if declared > PART_BYTES + 2**16:
+                raise Unfit(f"{name} declares {declared} bytes of arrays, more than a part "
+                            "holds")
+            return np.load(io.BytesIO(data), allow_pickle=False)
+        except Unfit:
+            raise
+        except Exception as error:
+            raise Unfit(f"{name} is unreadable ({type(error).__name__}: {error})") from None
+
+    @staticmethod
     def _read_arrays(folder, parts, index, digests) -> tuple[dict, dict]:
         """``({name: array}, {name: [part files]})`` as ``meta.json`` describes them; each
         part read only once its SHA-256 is the one ``meta.json`` gives and its members
@@ -290,29 +313,8 @@ class Checkpoint:
             raise Unfit("meta.json: sha256 does not name every part")
         arrays, located = {}, {}
         with contextlib.ExitStack() as stack:
-            files = []
-            for name in parts:
-                path = os.path.join(folder, name)
-                try:
-                    if os.path.getsize(path) > PART_BYTES + 2**16:
-                        raise Unfit(f"{name} is {os.path.getsize(path)} bytes, more than a "
-                                     "part holds")
-                    data = open(path, "rb").read()
-                    if hashlib.sha256(data).hexdigest() != digests[name]:
-                        raise Unfit(f"{name} is not the part that was saved (its SHA-256 "
-                                     "differs from meta.json's)")
-                    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                        declared = sum(member.file_size for member in archive.infolist())
-                    if declared > PART_BYTES + 2**16:
-                        raise Unfit(f"{name} declares {declared} bytes of arrays, more than a "
-                                     "part holds")
-                    files.append(stack.enter_context(
-                        np.load(io.BytesIO(data), allow_pickle=False)))
-                except Unfit:
-                    raise
-                except Exception as error:
-                    raise Unfit(f"{name} is unreadable ({type(error).__name__}: "
-                                 f"{error})") from None
+            files = [stack.enter_context(Checkpoint._open_part(folder, name, digests[name]))
+                     for name in parts]
             for name, entry in index.items():
                 try:
                     dtype, shape, chunks = (np.dtype(entry["dtype"]), tuple(entry["shape"]),

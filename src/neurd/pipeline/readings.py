@@ -4,7 +4,7 @@ Config section ``readings``: ``neural`` sets the study's scale (keys of the
 ``neural`` section, over it) and ``variants`` names each alternative reading
 by the ``neural`` keys it changes from the study's default, one change at a
 time.  Every reading, ``default`` included, is a ``neural`` section of its own
-(:func:`variant_sections`), validated like the ``neural`` section itself
+(:func:`reading_sections`), validated like the ``neural`` section itself
 when the config is (schema, checks, games and limits), and run by the Fig 6
 steps (``neurd neural-run`` / ``neural-table`` / ``neural-combine``) into
 ``results/readings/<reading>/``.  This module reads those folders back
@@ -65,7 +65,7 @@ LOGIT_COLUMNS = {
 }
 
 
-def variant_sections(config: Mapping) -> dict[str, dict]:
+def reading_sections(config: Mapping) -> dict[str, dict]:
     """Every reading's ``neural`` section (defaults not yet filled): the config's ``neural``
     section, the study's scale over it, then the reading's changes (mappings merged)."""
     from snakemake.utils import update_config  # how Snakemake merges config files
@@ -172,7 +172,7 @@ def _derive(config: Mapping) -> dict[str, tuple[str, dict]]:
     games than the neural section's is refused (its tables are expanded over the neural
     section's games, and its jobs run on the neural stage's compiled games)."""
     derived = {f"readings.variants.{name}" if name != DEFAULT_READING else "readings.neural":
-               ("neural", section) for name, section in variant_sections(config).items()}
+               ("neural", section) for name, section in reading_sections(config).items()}
     neural = config.get("neural") or {}
     games, strings = neural.get("games"), neural.get("game_strings") or {}
     for label, (_, section) in derived.items():

@@ -204,6 +204,20 @@ def _rank_rows(rows: np.ndarray, histories: np.ndarray, block: tuple[int, int]):
     return tuple(ranked)
 
 
+def _levels_of(depth: np.ndarray, player: np.ndarray
+               ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """``(group, levels, position)``: each history's group (0, 1: that player's decision; 2:
+    chance; 3: terminal), the histories of every depth by group and by id within one, and
+    each history's position in its level."""
+    group = np.select([player == 0, player == 1, player == CHANCE], [0, 1, 2], 3)
+    levels_of = [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1)]
+    levels_of = [nodes[np.lexsort((nodes, group[nodes]))] for nodes in levels_of]
+    position = np.empty(len(depth), dtype=np.int64)
+    for nodes in levels_of:
+        position[nodes] = np.arange(len(nodes))
+    return group, levels_of, position
+
+
 @float64
 def solver_tree(game: CompiledGame) -> SolverTree:
     """The layout of ``game`` for :func:`iterate` (NumPy, once per game)."""
@@ -216,12 +230,7 @@ def solver_tree(game: CompiledGame) -> SolverTree:
     row = np.empty(game.num_infostates, dtype=np.int64)
     row[order] = np.arange(game.num_infostates)
     info = np.where(compiled_info >= 0, row[np.maximum(compiled_info, 0)], -1)
-    group = np.select([player == 0, player == 1, player == CHANCE], [0, 1, 2], 3)
-    levels_of = [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1)]
-    levels_of = [nodes[np.lexsort((nodes, group[nodes]))] for nodes in levels_of]
-    position = np.empty(game.num_histories, dtype=np.int64)
-    for nodes in levels_of:
-        position[nodes] = np.arange(len(nodes))
+    group, levels_of, position = _levels_of(depth, player)
     children = game.history_children.astype(np.int64)
     empty = np.iinfo(np.int64).max
     decisions = ([], [])  # per player: its decision histories, level by level

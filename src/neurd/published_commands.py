@@ -425,7 +425,12 @@ def register(sub) -> None:
                    "(workflow/config/paper.yaml)")
     p.add_argument("--workflow", default=".", help="the folder holding the Snakefile")
     p.set_defaults(func=_derive_again)
+    _register_checks(sub)
 
+
+def _register_checks(sub) -> None:
+    """The commands that check a publication: its files and tables, and its numbers run
+    again."""
     p = sub.add_parser("published-check", help="check a publication: files, hashes, every "
                        "block's tables, the derived tables recomputed")
     p.add_argument("folder", help="the publication, e.g. published/paper")
