@@ -60,24 +60,27 @@ def test_a_learning_cycle_indexes_nothing_out_of_range(compiled, name, critic, m
     spec = train.Spec(critic=critic, layout=layouts.resolve(layouts.DEFAULT))
     states, keys, _ = _setup(spec, game, name)
     checks = checkify.index_checks
+    # each program compiled once and run for every algorithm (its index is an argument)
+    steps = jax.jit(checkify.checkify(partial(train.critic_steps, spec, game,
+                                              eta=jnp.float32(0.1), sign=jnp.float32(-1.0)),
+                                      errors=checks))
+
+    def one(state, key, index):
+        return train.cycle(spec, game, state, key, jnp.full((1,), 0.1, jnp.float32),
+                           jnp.float32(-1.0), index)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(jax, "default_backend", lambda: "gpu")
+        cycle = jax.jit(checkify.checkify(one, errors=checks)).lower(
+            jax.tree_util.tree_map(lambda x: x[1:2], states[spec.algorithms[0]]),
+            keys[spec.algorithms[0]][1:2], jnp.zeros((1,), jnp.int32)).compile()
     for index, algorithm in enumerate(spec.algorithms):
         state = jax.tree_util.tree_map(lambda x: x[1], states[algorithm])
-        steps = partial(train.critic_steps, spec, game, eta=jnp.float32(0.1),
-                        sign=jnp.float32(-1.0))
-        error, out = jax.jit(checkify.checkify(steps, errors=checks))(
-            state, state.table, keys[algorithm][1])
+        error, out = steps(state, state.table, keys[algorithm][1])
         error.throw()
         assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(out))
-
-        def one(state, key, index=index):
-            return train.cycle(spec, game, state, key, jnp.full((1,), 0.1, jnp.float32),
-                               jnp.float32(-1.0), jnp.full((1,), index, jnp.int32))
-
-        with monkeypatch.context() as patched:
-            patched.setattr(jax, "default_backend", lambda: "gpu")
-            error, out = jax.jit(checkify.checkify(one, errors=checks))(
-                jax.tree_util.tree_map(lambda x: x[1:2], states[algorithm]),
-                keys[algorithm][1:2])
+        error, out = cycle(jax.tree_util.tree_map(lambda x: x[1:2], states[algorithm]),
+                           keys[algorithm][1:2], jnp.full((1,), index, jnp.int32))
         error.throw()
         assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(out))
 
