@@ -318,9 +318,10 @@ def schedule(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: T
     return best
 
 
-def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]], throughput: Throughput,
-         seconds: float, max_parallel: int = 3, **keywords) -> Allocation:
-    """This allocation's plan: the first of :func:`schedule`'s allocations."""
+def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]],
+                    throughput: Throughput, seconds: float, max_parallel: int = 3, **keywords
+                    ) -> Allocation:
+    """This allocation's blocks: the first of :func:`schedule`'s allocations."""
     return schedule(cfg, published, throughput, seconds, max_parallel=max_parallel,
                     **keywords).allocations[0]
 

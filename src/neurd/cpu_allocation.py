@@ -40,7 +40,7 @@ WHOLE_SECONDS = 10 * 60.0
 
 
 def block_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
-                slowdown: float = 1.0) -> float | None:
+                  slowdown: float = 1.0) -> float | None:
     """Predicted seconds of a block of ``seeds`` seeds of ``game`` run alone on the CPU, every
     critic one after the other, start-ups included, times ``slowdown`` (None: not measured)."""
     total = 0.0
@@ -53,7 +53,7 @@ def block_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
 
 
 def block_size(cfg: Mapping, throughput: Throughput, game: str, n_open: int,
-                   seconds: float, slowdown: float = 1.0) -> int | None:
+               seconds: float, slowdown: float = 1.0) -> int | None:
     """Seeds per block of ``game`` on this CPU: of :data:`BLOCK_SIZES` up to ``n_open`` (the
     game's open seeds), the measured size of the fewest predicted seconds per seed among those
     that fit in ``seconds`` (and, for a game of several critics, in :data:`WHOLE_SECONDS`,
