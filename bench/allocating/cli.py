@@ -147,8 +147,10 @@ def throughput(args, report: Report, cfg: dict, kind: str) -> tuple[list[dict], 
     return rows, variant
 
 
-def plan(args, report: Report, cfg: dict, results: Path, rows: list[dict], checked: float):
-    """This allocation's plan and the schedule for the rest, into the report."""
+def next_allocation(args, report: Report, cfg: dict, results: Path, rows: list[dict],
+                    checked: float):
+    """This allocation's blocks and the schedule for the rest, into the report (its
+    ``plan``)."""
     from neurd import allocation
     from neurd.costs import Throughput
 
@@ -191,7 +193,7 @@ def main(argv=None) -> int:
         return 1
     checked = report.elapsed()  # what the next allocations' check is expected to take
     rows, variant = throughput(args, report, cfg, device.split("|")[-1].strip())
-    step = plan(args, report, cfg, results, rows, checked)
+    step = next_allocation(args, report, cfg, results, rows, checked)
     hard = time.monotonic() + report.left() - 60 * args.reserve_minutes
     finished, stopped = run_jobs(report, cfg, step, results, args.platform, report.cache,
                                  hard, Path(args.publication), variant)
