@@ -5,6 +5,10 @@ learners, dynamics, regret and engine internals, compared to 1e-12) ask for
 it with ``pytestmark = pytest.mark.usefixtures("float64")``, module-wide so
 that module-scoped fixtures are built in float64 too.
 
+``smoke_run`` is the smoke scale's whole workflow run once in a temporary copy (for the
+workflow's checks and the cluster's comparison), with stand-ins of a default-scale run's
+results (:data:`DEFAULT_RESULTS`) planted before it starts.
+
 ``tiny_kuhn_config`` is the tiny neural config of Kuhn poker that the tests of
 published runs and of blocks in progress compute their blocks with.
 
@@ -12,6 +16,9 @@ A test of minutes is marked ``long`` (every ``workflow`` and ``oldest`` test is)
 test`` runs the others, ``make test-long`` these, ``make test-all`` both in one run.
 """
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +34,25 @@ TINY_KUHN = {"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3, "seeds_per_
              "hidden_sizes": [8], "critic_batch": 4, "policy_batch": 16,
              "checkpoints": {"geometric": 1, "linear": 2}, "final_checkpoints": 2,
              "bootstrap": {"resamples": 100}}
+
+
+# Stand-ins for a default-scale run's results, there before the smoke run starts.
+DEFAULT_RESULTS = {"matrix/regret_sweep.parquet": b"default table",
+                   "figures/fig1.png": b"default figure", "provenance.json": b"{}"}
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A copy of the workflow (Snakefile, rules, configs, profiles, publication) at ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "workflow", "profiles", "published"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir,
+                          capture_output=True, text=True)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -58,3 +84,15 @@ def _tiny_kuhn_config(**neural) -> dict:
 def tiny_kuhn_config():
     """Makes a tiny Kuhn neural config snapshot: ``tiny_kuhn_config(**changes)``."""
     return _tiny_kuhn_config
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The smoke scale run whole on two cores in a copy of the workflow (its folder)."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("smoke"))
+    for path, content in DEFAULT_RESULTS.items():
+        (workdir / "results" / path).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / "results" / path).write_bytes(content)
+    done = snakemake(workdir, "--cores", "2", "--configfile", "workflow/config/smoke.yaml")
+    assert done.returncode == 0, done.stderr[-5000:]
+    return workdir

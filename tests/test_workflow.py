@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import DEFAULT_RESULTS, copy_workflow, snakemake
 
 from neurd.audit import COLUMNS as AUDIT_COLUMNS
 from neurd.audit import VERDICTS as AUDIT_VERDICTS
 from neurd.tables import read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 SMOKE = "results/smoke"  # the smoke scale's results folder (the default's is results/)
 
 # Documented tables: path in the results folder -> leading columns (a table may add more).
@@ -83,33 +83,6 @@ FIGURES = ["fig1", "fig2", "fig3", "fig4a", "fig5", "fig4b", "fig4b_kuhn", "fig6
 pytestmark = pytest.mark.workflow
 
 
-def _copy_workflow(dest: Path) -> Path:
-    for name in ("Snakefile", "workflow", "profiles", "published"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
-    return dest
-
-
-def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE, *args], cwd=workdir, capture_output=True, text=True)
-
-
-# Stand-ins for a default-scale run's results, there before the smoke run starts.
-DEFAULT_RESULTS = {"matrix/regret_sweep.parquet": b"default table",
-                   "figures/fig1.png": b"default figure", "provenance.json": b"{}"}
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    workdir = _copy_workflow(tmp_path_factory.mktemp("smoke"))
-    for path, content in DEFAULT_RESULTS.items():
-        (workdir / "results" / path).parent.mkdir(parents=True, exist_ok=True)
-        (workdir / "results" / path).write_bytes(content)
-    done = _snakemake(workdir, "--cores", "2", "--configfile", "workflow/config/smoke.yaml")
-    assert done.returncode == 0, done.stderr[-5000:]
-    return workdir
-
-
 def test_smoke_scale_leaves_the_default_results_alone(smoke_run):
     """Every file of the smoke run is under results/smoke/; the default's are untouched."""
     results = smoke_run / "results"
@@ -122,7 +95,7 @@ def test_smoke_scale_leaves_the_default_results_alone(smoke_run):
 def _planned_files(workdir: Path, config: str) -> set[str]:
     """Every output and log file of the DAG a config makes (Snakemake's --summary)."""
     # neural.allow_cpu: the paper scale's DAG is planned here, not run (no GPU needed)
-    summary = _snakemake(workdir, "--summary", "--configfile", config,
+    summary = snakemake(workdir, "--summary", "--configfile", config,
                          "--config", "neural={allow_cpu: true}")
     assert summary.returncode == 0, summary.stderr[-3000:]
     rows = [line.split("\t") for line in summary.stdout.splitlines()[1:] if "\t" in line]
@@ -135,7 +108,7 @@ def test_scales_never_share_a_file(tmp_path):
     scale in results/<scale>/; no file is planned by two scales."""
     from neurd.stages import RESULT_ENTRIES, SECTIONS
 
-    workdir = _copy_workflow(tmp_path)
+    workdir = copy_workflow(tmp_path)
     planned = {scale: _planned_files(workdir, f"workflow/config/{scale}.yaml")
                for scale in ("default", "smoke", "paper")}
     for scale in ("smoke", "paper"):
@@ -184,7 +157,7 @@ def test_results_readme_documents_every_file_of_the_dag_and_no_other(tmp_path):
     published/paper, needs a GPU run)."""
     patterns = _documented_patterns()
     assert len(patterns) > 30
-    workdir = _copy_workflow(tmp_path)
+    workdir = copy_workflow(tmp_path)
     planned = {f.removeprefix("results/") for f in _planned_files(workdir,
                                                                    "workflow/config/default.yaml")}
     smoke = {f.removeprefix(f"{SMOKE}/") for f in _planned_files(workdir,
@@ -217,7 +190,7 @@ def test_a_missing_documented_file_is_made_again(smoke_run, tmp_path):
             (workdir / SMOKE / match).unlink()
             deleted.add(f"{SMOKE}/{match}")
     assert len(deleted) > 30
-    summary = _snakemake(workdir, "--summary", "--configfile", "workflow/config/smoke.yaml")
+    summary = snakemake(workdir, "--summary", "--configfile", "workflow/config/smoke.yaml")
     plan = {row[0]: row[5] for row in (line.split("\t") for line in summary.stdout.splitlines())
             if len(row) > 5}
     assert {f: plan.get(f) for f in deleted} == {f: "update pending" for f in deleted}
@@ -230,7 +203,7 @@ def test_settings_that_change_no_number_rerun_no_job(smoke_run, tmp_path):
     (tmp_path / "settings.yaml").write_text(
         "neural:\n  checkpoint_minutes: 0.5\n  throughput: {kuhn: 7}\n  gpus_per_job: 1\n"
         "  allow_cpu: true\n")
-    dry = _snakemake(smoke_run, "-n", "--cores", "2", "--configfile", "workflow/config/smoke.yaml",
+    dry = snakemake(smoke_run, "-n", "--cores", "2", "--configfile", "workflow/config/smoke.yaml",
                      str(tmp_path / "settings.yaml"))
     assert dry.returncode == 0, dry.stderr[-3000:]
     jobs = set(re.findall(r"^rule (\w+):", dry.stdout, re.M))
@@ -256,7 +229,7 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
         "  variants:\n"
         "    centred_logits: {neurd_logits: centred}\n"
         "    exact_critic: {critic: exact}\n")
-    run = _snakemake(workdir, "readings", "--cores", "2", "--configfile",
+    run = snakemake(workdir, "readings", "--cores", "2", "--configfile",
                      "workflow/config/smoke.yaml", "tiny.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
     assert "rule neural_run:" not in run.stdout + run.stderr
@@ -291,7 +264,7 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
     deleted += [f"{SMOKE}/readings/exact_critic/neural/diagnostics.parquet"]
     for name in deleted:
         (workdir / name).unlink()
-    summary = _snakemake(workdir, "readings", "--summary", "--configfile",
+    summary = snakemake(workdir, "readings", "--summary", "--configfile",
                          "workflow/config/smoke.yaml", "tiny.yaml")
     plan = {row[0]: row[5] for row in (line.split("\t") for line in summary.stdout.splitlines())
             if len(row) > 5}
@@ -299,9 +272,9 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
 
 
 def test_a_scale_cannot_take_a_name_of_the_default_layout(tmp_path):
-    workdir = _copy_workflow(tmp_path)
+    workdir = copy_workflow(tmp_path)
     (workdir / "bad.yaml").write_text("scale: figures\n")
-    run = _snakemake(workdir, "--cores", "1", "--configfile", "bad.yaml", "-n")
+    run = snakemake(workdir, "--cores", "1", "--configfile", "bad.yaml", "-n")
     assert run.returncode != 0 and "scale: 'figures' is taken" in run.stdout + run.stderr
 
 
@@ -436,7 +409,7 @@ def test_provenance(smoke_run):
 
 
 def test_finished_run_has_nothing_to_do(smoke_run):
-    dry = _snakemake(smoke_run, "--cores", "2", "--configfile", "workflow/config/smoke.yaml", "-n")
+    dry = snakemake(smoke_run, "--cores", "2", "--configfile", "workflow/config/smoke.yaml", "-n")
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
 
 
@@ -456,8 +429,8 @@ def test_steps_are_deterministic(smoke_run, tmp_path):
 
 
 def test_lint_is_clean(tmp_path):
-    workdir = _copy_workflow(tmp_path)
-    lint = _snakemake(workdir, "--lint")
+    workdir = copy_workflow(tmp_path)
+    lint = snakemake(workdir, "--lint")
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert "Lints for" not in lint.stdout + lint.stderr
 
@@ -475,9 +448,9 @@ def test_lint_is_clean(tmp_path):
     ("tabular:\n  games: [kuhn, poker9]\n", "tabular.games"),
 ])
 def test_bad_config_is_refused_before_any_job(tmp_path, bad, named):
-    workdir = _copy_workflow(tmp_path)
+    workdir = copy_workflow(tmp_path)
     (workdir / "bad.yaml").write_text(bad)
-    run = _snakemake(workdir, "--cores", "1", "--configfile", "bad.yaml")
+    run = snakemake(workdir, "--cores", "1", "--configfile", "bad.yaml")
     assert run.returncode != 0
     assert named in run.stdout + run.stderr
     assert not (workdir / "results").exists()
@@ -485,7 +458,7 @@ def test_bad_config_is_refused_before_any_job(tmp_path, bad, named):
 
 @pytest.fixture(scope="module")
 def report(smoke_run):
-    made = _snakemake(smoke_run, "--configfile", "workflow/config/smoke.yaml",
+    made = snakemake(smoke_run, "--configfile", "workflow/config/smoke.yaml",
                       "--report", f"{SMOKE}/report.html")
     assert made.returncode == 0, made.stderr[-3000:]
     return smoke_run / SMOKE / "report.html"
@@ -670,5 +643,5 @@ def test_publish_a_finished_run_and_refuse_a_half_finished_one(smoke_run, tmp_pa
             block = folder / publication.block_folder("kuhn", f"{critic}_s{chunk}-{chunk}")
             assert (block / "curves.parquet").read_bytes() == \
                 (jobs / f"{critic}_{chunk}_curves.parquet").read_bytes()
-    dry = _snakemake(workdir, "-n", "--configfile", "workflow/config/smoke.yaml")
+    dry = snakemake(workdir, "-n", "--configfile", "workflow/config/smoke.yaml")
     assert dry.returncode == 0, dry.stderr[-3000:]
