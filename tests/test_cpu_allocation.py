@@ -240,6 +240,13 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     assert time.monotonic() - start < 30 and "started: pid" in started.stdout
     lock = json.loads((root / "work/running.json").read_text())
     assert os.getpriority(os.PRIO_PROCESS, lock["pid"]) == 19
+    group = Path(f"/proc/{lock['pid']}/autogroup")  # its session's group, where Linux has one
+    if group.exists():
+        assert group.read_text().split()[-2:] == ["nice", "19"], group.read_text()
+        try:  # from here at the tests' own priority: the tests run beside would starve it
+            group.write_text("0")
+        except OSError:
+            pass  # only root may raise a priority: slower beside other tests, not wrong
     assert os.getsid(lock["pid"]) == lock["pid"]  # its own session: the shell may go
     again = _command(root, "start", "--minutes", "5", "--code", "tree")
     assert again.returncode == 2 and f"pid {lock['pid']}" in again.stderr
@@ -258,8 +265,11 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     assert stopped.returncode == 0, stopped.stderr
     assert not (root / "work/running.json").exists()
     report = json.loads((root / "out/allocation.json").read_text())
-    assert [j["status"] for j in report["jobs"]] == [
-        "in progress (killed, with the state it saved last)"]
+    # killed by the stop, with the state it saved last; or, on a machine busy enough to make
+    # the job overrun its slot before the stop came, stopped there by its own budget
+    assert [j["status"] for j in report["jobs"]] in (
+        ["in progress (killed, with the state it saved last)"],
+        ["in progress (stopped at the end of its slot, state saved)"]), report["jobs"]
     assert report["processor"]["processor"] == cpu["processor"]
     refused = _command(root, "start", "--minutes", "5", "--code", "tree")
     assert refused.returncode == 2 and "not yet published" in refused.stderr
