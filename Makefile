@@ -55,15 +55,19 @@ paper: figures
 # The tests in two parts: `make test` leaves out the end-to-end runs of minutes (the smoke
 # pipeline, the allocations, the SLURM run, the oldest versions: marked long), `make
 # test-long` runs those alone; `make test-all` runs both at once. .ci/run runs test, then
-# test-long. Each prints its 15 slowest tests.
+# test-long. Each prints its 15 slowest tests. Each runs its test files in TEST_WORKERS
+# processes at once (pytest-xdist; the tests of one file in one process, so that a file's
+# shared fixtures are built once): one per core by default; TEST_WORKERS=0: in pytest's own.
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not long"
+	$(PYTEST) -m "not long"
 
 test-long: $(STAMP)
-	$(BIN)/python -m pytest -m long
+	$(PYTEST) -m long
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 # Publish a finished run's Fig 6 tables into its config's published.folder (published/paper
 # for the paper scale; GAME=kuhn for one game, as soon as its run is done); make figures then

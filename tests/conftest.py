@@ -16,6 +16,7 @@ A test of minutes is marked ``long`` (every ``workflow`` and ``oldest`` test is)
 test`` runs the others, ``make test-long`` these, ``make test-all`` both in one run.
 """
 
+import json
 import shutil
 import subprocess
 import sys
@@ -57,10 +58,35 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 def pytest_collection_modifyitems(config, items):
     """A test of minutes (marked ``workflow`` or ``oldest``) is also ``long``: `make test`
-    leaves it out, `make test-long` runs it (``.ci/run`` runs both)."""
+    leaves it out, `make test-long` runs it (``.ci/run`` runs both). The test files run
+    heaviest first (:func:`file_seconds`)."""
     for item in items:
         if item.get_closest_marker("workflow") or item.get_closest_marker("oldest"):
             item.add_marker(pytest.mark.long)
+    seconds = file_seconds(ROOT / "bench/tests_time.json")
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))  # stable
+
+
+def file_seconds(path: Path) -> dict[str, float]:
+    """Each test file's seconds as the slowest tests of the runs kept in ``path``
+    (``bench/tests_time.json``, written by ``bench/time_tests.py``) show them: the most its
+    listed tests took together in any run. The files run in that order, the others after in
+    theirs: a parallel run (a file to a process at a time) ends on light files, not one heavy
+    file alone."""
+    try:
+        runs = json.loads(path.read_text())["runs"]
+        parts = [part["slowest"] for run in runs for part in run["parts"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    seconds: dict[str, float] = {}
+    for slowest in parts:
+        summed: dict[str, float] = {}
+        for spent, _, test in slowest:
+            name = test.split("::")[0]
+            summed[name] = summed.get(name, 0.0) + float(spent)
+        for name, spent in summed.items():
+            seconds[name] = max(seconds.get(name, 0.0), spent)
+    return seconds
 
 
 @pytest.fixture(scope="module")

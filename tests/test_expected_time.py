@@ -124,3 +124,21 @@ def test_the_performance_page_gives_the_tests_times_on_each_instruction_set():
     assert all("failed" not in p["counts"] for r in runs for p in r["parts"].values())
     table = expected_time.tests_table(runs)
     assert table in (root / "docs/performance.md").read_text(encoding="utf-8"), table
+
+
+def test_the_test_files_run_heaviest_first(tmp_path):
+    """The order a parallel `make test` hands out its files in: each file's listed slowest
+    tests summed per run, the most of any run; a missing or malformed record orders nothing."""
+    from conftest import file_seconds
+
+    record = tmp_path / "tests_time.json"
+    record.write_text(json.dumps({"runs": [
+        {"parts": {"test": {"slowest": [[10.0, "call", "tests/a.py::x"],
+                                        [5.0, "setup", "tests/a.py::y[1]"],
+                                        [12.0, "call", "tests/b.py::z"]]},
+                   "test-long": {"slowest": [[30.0, "call", "tests/c.py::w"]]}}},
+        {"parts": {"test": {"slowest": [[20.0, "call", "tests/b.py::z"]]}}}]}))
+    assert file_seconds(record) == {"tests/a.py": 15.0, "tests/b.py": 20.0, "tests/c.py": 30.0}
+    assert file_seconds(tmp_path / "missing.json") == {}
+    record.write_text('{"runs": [{"parts": 3}]}')
+    assert file_seconds(record) == {}

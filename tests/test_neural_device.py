@@ -316,7 +316,9 @@ def test_a_paper_scale_checkpoint_fits_files_of_16_mib(compiled, name):
     assert checkpoint.PART_BYTES < 16 * 2**20
 
 
-def _config(tmp_path):
+def _config(tmp_path, **neural):
+    """Kuhn, 2 entropy levels x 2 seeds, 3 phases of 160 iterations, 3 geometric and 6 linear
+    checkpoints a phase; ``neural``: other values of the config's neural keys."""
     import yaml
 
     from neurd.stages import snapshot, validate
@@ -325,7 +327,7 @@ def _config(tmp_path):
     config["neural"].update({"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 2,
                              "seeds_per_job": 2, "seeds_per_batch": 2,
                              "phase_iterations": {"kuhn": 160},
-                             "checkpoints": {"geometric": 3, "linear": 6}})
+                             "checkpoints": {"geometric": 3, "linear": 6}, **neural})
     validate(config, str(ROOT / "workflow/schemas"))
     path = tmp_path / "neural.json"
     path.write_text(json.dumps(snapshot(config, "neural")))
@@ -354,7 +356,9 @@ def test_pieces_stopped_by_a_budget_and_moved_make_one_run(tmp_path, compiled):
     """Stopped by --stop-after-minutes at least three times (exit 75), the checkpoint folder
     moved to a new place before each resumption (another machine), the job writes the
     tables of an uninterrupted run, byte for byte; its provenance lists every piece."""
-    cfg = _config(tmp_path)
+    # 3 checkpoints a phase: a piece runs two segments (the first includes the compilation,
+    # the second gives the pace), so the job comes in five pieces, each a process
+    cfg = _config(tmp_path, checkpoints={"geometric": 1, "linear": 1}, final_checkpoints=1)
     game_file = tmp_path / "kuhn.npz"
     games.save(compiled["kuhn"], game_file)
     once = _job(cfg, game_file, tmp_path / "once", tmp_path / "once" / "ck")
@@ -414,13 +418,14 @@ def _games_folder(tmp_path, compiled):
 @pytest.mark.long  # bench/gpu_check.py end to end: minutes on two cores
 def test_the_gpu_check_runs_its_steps_on_the_cpu(tmp_path, compiled):
     """The check itself, dry run on the CPU (--platform cpu): its comparisons pass there
-    trivially (CPU against CPU), and a real mismatch is caught (a planted one)."""
+    trivially (CPU against CPU), and a real mismatch is caught (a planted one). On Kuhn only:
+    its steps are the same for every game (each game's are checked on the card itself)."""
     folder = _games_folder(tmp_path, compiled)
     script = ROOT / "bench" / "gpu_check.py"
     out = tmp_path / "check"
     done = subprocess.run([sys.executable, str(script), "--platform", "cpu", "--games",
                            str(folder), "--out", str(out), "--configs", "24", "--deadline",
-                           "600", "--game", "kuhn", "leduc", "--no-throughput"],
+                           "600", "--game", "kuhn", "--no-throughput"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
@@ -428,7 +433,7 @@ def test_the_gpu_check_runs_its_steps_on_the_cpu(tmp_path, compiled):
     assert "two GPU runs bitwise equal" in names and all(c["ok"] for c in report["checks"])
     # plant a difference in the second "GPU" run: the check must fail
     data = dict(np.load(out / "cycles_gpu_b.npz"))
-    key = next(k for k in data if k.startswith("leduc/learned/neurd/"))
+    key = next(k for k in data if k.startswith("kuhn/learned/neurd/"))
     data[key] = data[key] + np.float32(1e-3)
     np.savez(out / "cycles_gpu_b.npz", **data)
     sys.path.insert(0, str(ROOT / "bench"))

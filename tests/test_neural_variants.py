@@ -48,7 +48,10 @@ def _bitwise(first, second):
                                                      jax.tree_util.tree_leaves(second)))
 
 
-@pytest.mark.parametrize("name", list(GAMES))
+# Kuhn in `make test`; the larger games, whose programs take longest to compile, in `make
+# test-long` (each layout's code is the same for every game; only its sizes differ)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=() if name == "kuhn" else
+                                               pytest.mark.long) for name in GAMES])
 def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name):
     """Every variant agrees with ``vmap`` on every game; compiled again, each repeats bit for
     bit on Kuhn, and the variant this machine runs by default on every game (a compilation

@@ -75,8 +75,27 @@ def _plan(variant: Variant):
                            seed=0, phase_iterations=40, phases=1, geometric=1, linear=1)
 
 
-@pytest.mark.parametrize("variant", variants.candidates(gpu=False)[1:],
-                         ids=lambda v: v.name)
+# The unrolled loops, and one layout: every layout's agreement with the first-written one on
+# every game, leaf by leaf, is tests/test_neural_variants.py's (a run of each here again would
+# compile each once more and check less).
+CHECKED_HERE = [v for v in variants.candidates(gpu=False)[1:]
+                if v.unroll != 1 or v.layout == "joined"]
+
+
+def test_every_cpu_variant_is_checked_here_or_leaf_by_leaf():
+    """A CPU variant left out here is a layout at unroll 1, which test_neural_variants runs
+    (it runs every layout of :data:`neurd.neural.layouts.LAYOUTS` on every game)."""
+    from neurd.neural import layouts
+
+    for variant in variants.candidates(gpu=False)[1:]:
+        if variant not in CHECKED_HERE:
+            assert variant.unroll == 1 and variant.layout in layouts.LAYOUTS, variant.name
+    assert {v.unroll for v in CHECKED_HERE} > {1}
+
+
+@pytest.mark.parametrize("variant", [  # unrolled by 16: the longest compilation, make test-long
+    pytest.param(v, marks=pytest.mark.long if v.unroll >= 16 else ()) for v in CHECKED_HERE],
+    ids=lambda v: v.name)
 def test_every_cpu_variant_agrees_with_the_default_and_records_itself(kuhn, variant):
     """10 cycles: NashConv within 1e-5 of the default's, bitwise the same run to run."""
     base = experiment.run(kuhn, _plan(Variant()))
