@@ -17,6 +17,7 @@ test`` runs the others, ``make test-long`` these, ``make test-all`` both in one 
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,18 @@ def copy_workflow(dest: Path) -> Path:
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir,
                           capture_output=True, text=True)
+
+
+WORKER_GIB = 5  # the most memory one test process was seen to hold (compiling Goofspiel's cycles)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: nothing without it
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (`make test`): one test process per core this process may run on, no more
+    than the memory holds at :data:`WORKER_GIB` each."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return max(1, min(cores or 1, int(memory // WORKER_GIB)))
 
 
 def pytest_collection_modifyitems(config, items):

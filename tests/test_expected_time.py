@@ -142,3 +142,20 @@ def test_the_test_files_run_heaviest_first(tmp_path):
     assert file_seconds(tmp_path / "missing.json") == {}
     record.write_text('{"runs": [{"parts": 3}]}')
     assert file_seconds(record) == {}
+
+
+def test_parallel_tests_take_a_core_each_as_memory_allows(monkeypatch):
+    """`make test`'s `-n auto`: one process per core, no more than the memory holds."""
+    import os
+
+    from conftest import WORKER_GIB, pytest_xdist_auto_num_workers
+
+    def machine(cores, gib):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+        sizes = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": int(gib * 2**30 / 4096)}
+        monkeypatch.setattr(os, "sysconf", lambda name: sizes[name])
+        return pytest_xdist_auto_num_workers(None)
+
+    assert machine(2, 24) == 2  # the README's two cores and 24 GiB
+    assert machine(16, 32) == 32 // WORKER_GIB
+    assert machine(8, 2) == 1
