@@ -201,6 +201,28 @@ def test_check_config_warns_of_an_empty_publication_only_where_the_config_uses_i
     assert default.returncode == 0 and (NO_BLOCK in default.stderr) == empty, default.stderr
 
 
+def test_check_config_runs_no_learning_cycle_for_the_blocks_in_progress():
+    """check-config checks the configured publication's finished blocks and their tables,
+    never its blocks in progress (no figure draws on them; their check compiles and runs a
+    learning cycle): on the default config, whose publication holds them while it grows, the
+    cycle's modules are never loaded."""
+    from pathlib import Path
+
+    from neurd.publication import read_manifest
+
+    root = Path(__file__).resolve().parents[1]
+    games = read_manifest(root / "published/paper")["games"].values()
+    held = sum(len(entry.get("in_progress", [])) for entry in games)
+    code = ("import sys\nfrom neurd import cli\n"
+            "code = cli.main(['check-config', 'workflow/config/default.yaml'])\n"
+            "print(code, *[m in sys.modules for m in ('neurd.neural.experiment', "
+            "'neurd.neural.train', 'flax')])")
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                         text=True)
+    assert run.returncode == 0 and run.stdout.split() == ["0", "False", "False", "False"], (
+        f"{held} blocks in progress: {run.stdout}{run.stderr[-2000:]}")
+
+
 def test_which_config_files_use_the_publication(tmp_path):
     from pathlib import Path
 

@@ -76,8 +76,9 @@ DYNAMIC_CALLS = {"neurd.stages": 3, "neurd.cli": 2, "neurd.games": 1}
 
 # Packages a function may import on first use, and why they are put off.
 LAZY_PACKAGES = {
-    "jax": "XLA's start-up (1-2 s): the Snakefile, neurd check-config, the figure and table "
-           "steps never compute in JAX",
+    "jax": "XLA's start-up (1-2 s): the Snakefile and the figure steps never compute in "
+           "JAX, neurd check-config and the table steps only for a publication's exact "
+           "NashConv (neurd.engine)",
     "optax": "the neural stage's optimisers: 2 s to import, and JAX with them",
     "flax": "the neural stage's networks: 2 s to import, and JAX with them",
     "matplotlib": "drawing only (1-2 s with pyplot): the computing steps never draw",
@@ -146,12 +147,14 @@ def _imports() -> list[tuple[str, str, str, int]]:
     found = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        inside = set()
+        inside, typing_only = set(), set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 inside.update(id(child) for child in ast.walk(node) if child is not node)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                typing_only.update(id(child) for child in ast.walk(node) if child is not node)
+        for node in ast.walk(tree):  # an import for type checkers only never runs: not one
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in typing_only:
                 where = "function" if id(node) in inside else "top"
                 for target in _resolve(module, node, path.name == "__init__.py"):
                     found.append((module, target, where, node.lineno))

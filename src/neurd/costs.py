@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neurd.neural.plan import checkpoint_grid
 from neurd.neural.runs import configurations
 
 # A job's predicted time is start-up + overhead + SAFETY x (cycles x ms + checkpoints x
@@ -37,8 +38,6 @@ def cycles(cfg: Mapping, game: str) -> int:
 
 def checkpoints(cfg: Mapping, game: str) -> int:
     """Checkpoint evaluations of one run of ``game``."""
-    from neurd.neural.plan import checkpoint_grid  # puts off JAX
-
     return len(checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
                                int(cfg["checkpoints"]["geometric"]),
                                int(cfg["checkpoints"]["linear"]),

@@ -112,8 +112,10 @@ def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".",
                      files=(), content: bool = False) -> None:
     """The configured publication is the run of ``published.configfile`` as it is now (a
     stale one is refused before any job, naming each key that differs); ``content``: its
-    tables too (:func:`~neurd.publication.check_content`: what ``neurd check-config``, which
-    ``make figures`` runs first, adds to the Snakefile's check of the files).  Where the
+    finished blocks' tables too (:func:`~neurd.publication.check_content`: what ``neurd
+    check-config``, which ``make figures`` runs first, adds to the Snakefile's check of the
+    files; the blocks in progress, which no figure draws on, are checked when published and
+    by ``neurd published-check``, and what resumes one checks that it fits its job).  Where the
     config files ``files`` use it (:func:`uses_publication`) and it holds no seed block, a
     warning says so: fig6_<name> is not drawn."""
     cfg = config.get("published") or {}
@@ -126,8 +128,8 @@ def check_configured(config: Mapping, workflow_dir: str | os.PathLike = ".",
         folder = Path(workflow_dir) / cfg["folder"]
         checked = check_publication(folder, expected_snapshot(str(configfile), workflow_dir),
                                     cfg["configfile"], neural_defaults(workflow_dir))
-        if content:
-            check_content(folder, *checked)
+        if content:  # the finished blocks the figures draw on (the states: published-check)
+            check_content(folder, *checked, states=False)
     except (PublicationError, InputFileError) as error:
         raise ConfigError(f"published.folder: {error}") from None
     if not published_games(Path(workflow_dir) / cfg["folder"]) and uses_publication(
@@ -143,7 +145,7 @@ def _tables_step(args) -> None:
     cfg = STAGES["published"].load(args.config)
     manifest, neural = check_publication(cfg["folder"], expected_snapshot(cfg["configfile"]),
                                          cfg["configfile"], neural_defaults())
-    curves = check_content(cfg["folder"], manifest, neural)
+    curves = check_content(cfg["folder"], manifest, neural, states=False)
     tables = fig6_tables(curves, cfg["folder"], manifest, neural)
     out = Path(args.out_dir)
     seeds = {g: e["seeds"] for g, e in manifest["games"].items() if e["blocks"]}

@@ -16,11 +16,14 @@ in that phase's game, and as the first of the next, in the next one's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from neurd.games import CompiledGame
-from neurd.neural import train
+
+if TYPE_CHECKING:  # a plan and its checkpoint grid need no JAX (the publication's checks)
+    from neurd.neural import train
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def checkpoint_grid(phase_iterations: int, phases: int, geometric: int, linear: 
 def job_template(compiled: CompiledGame, plan: Plan) -> tuple[list, np.ndarray, np.ndarray]:
     """``(states, iterations, phases)``: the job's initial learner states (one per batch),
     whose leaves a saved state must match, and its checkpoint grid."""
+    from neurd.neural import train  # puts off JAX
+
     game = train.neural_game(compiled)
     states = [train.batch_inputs(plan.spec, game, plan.seed, plan.game, batch,
                                  plan.entropies)[0] for batch in plan.batches]

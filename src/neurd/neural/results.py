@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from neurd import games
+from neurd.neural.plan import checkpoint_grid
 from neurd.neural.runs import main_critic
 from neurd.stats import bootstrap_mean_ci
 from neurd.tables import InputFileError, config_hash, read_metadata, tidy
@@ -110,8 +111,6 @@ TABLES = {"nashconv": NASHCONV_COLUMNS, "policies": POLICY_COLUMNS,
 def checkpoint_schedule(cfg: Mapping, game: str) -> tuple[np.ndarray, np.ndarray]:
     """``(iterations, phases)``: the checkpoints of one run of ``game``, where its curves have
     a row."""
-    from neurd.neural.experiment import checkpoint_grid  # puts off JAX
-
     return checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
                            int(cfg["checkpoints"]["geometric"]),
                            int(cfg["checkpoints"]["linear"]),

@@ -10,10 +10,7 @@ import numpy as np
 
 from neurd.neural.measurement import MEASURED
 from neurd.neural.plan import Plan
-
-# the keys of the records of pieces (one per process that worked on the job)
-PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
-              "seconds", "configuration_iterations_per_second")
+from neurd.neural.runs import PIECE_KEYS
 
 
 class Unfit(ValueError):

@@ -14,8 +14,14 @@ import re
 from collections.abc import Mapping
 
 from neurd.config import require
+from neurd.neural.plan import Plan
 
 LEARNED, EXACT = "learned", "exact"
+
+# the keys of a run's records of pieces (one per process that worked on it: its tables'
+# metadata, a saved state, a published block's provenance)
+PIECE_KEYS = ("platform", "device", "jax", "revision", "first_iteration", "iterations",
+              "seconds", "configuration_iterations_per_second")
 
 
 def configurations(cfg: Mapping, seeds: int) -> int:
@@ -128,8 +134,6 @@ def spec(cfg: Mapping, critic: str):
 def plan(cfg: Mapping, game: str, critic: str, chunk: int):
     """The :class:`~neurd.neural.plan.Plan` of job ``chunk`` (:func:`seed_chunks`) of
     ``game`` under ``critic``."""
-    from neurd.neural.plan import Plan
-
     return Plan(game=game, spec=spec(cfg, critic), entropies=tuple(map(float, cfg["entropies"])),
                 run_seeds=seed_chunks(cfg)[chunk], seed=int(cfg["seed"]),
                 phase_iterations=int(cfg["phase_iterations"][game]), phases=int(cfg["phases"]),

@@ -29,7 +29,7 @@ from neurd.neural.results import (
     summary_table,
     uniform_nash_conv,
 )
-from neurd.neural.runs import main_critic, parse_block
+from neurd.neural.runs import PIECE_KEYS, main_critic, parse_block
 from neurd.publication.manifest import DERIVED, HEX16, PublicationError, block_folder, fail
 from neurd.stats import best_entropies
 from neurd.tables import canonical_json, read_metadata, read_table
@@ -139,8 +139,6 @@ def check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.Dat
     if not (isinstance(batches, list) and sorted(s for b in batches for s in b) == seeds):
         fail(path, f"batches {batches} do not partition the block's seeds")
     pieces = meta.get("pieces")
-    from neurd.neural.experiment import PIECE_KEYS  # puts off JAX
-
     if not (isinstance(pieces, list) and pieces and all(
             isinstance(p, dict) and all(k in p for k in PIECE_KEYS) for p in pieces)):
         fail(path, "records no piece of compute (device, jax, revision, seconds, ...)")
@@ -264,15 +262,18 @@ def _same_table(path: Path, stored: pd.DataFrame, computed: pd.DataFrame) -> Non
 
 
 def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
-                  compiled: Mapping | None = None) -> dict:
+                  compiled: Mapping | None = None, states: bool = True) -> dict:
     """Check every table of a :func:`check` ed publication; return per game its curves
     (every block's, concatenated).  ``compiled``: the config's games, compiled (else compiled
-    here with OpenSpiel); each block's game content hash must be theirs."""
+    here with OpenSpiel); each block's game content hash must be theirs.  ``states``: the
+    blocks in progress too (:func:`check_state`, in JAX: what resumes them and the
+    publication's own check need; the figures and their tables draw on finished blocks
+    only, and compute nothing in JAX)."""
     folder = Path(folder)
     games = compiled_games(cfg, compiled, [g for g, e in manifest["games"].items()
-                                           if e["blocks"] or e.get("in_progress")])
+                                           if e["blocks"] or (states and e.get("in_progress"))])
     for game, entry in manifest["games"].items():
-        for name in entry.get("in_progress", []):
+        for name in entry.get("in_progress", []) if states else []:
             check_state(cfg, game, name, folder / resume_states.state_folder(game, name),
                         games[game])
     curves = {}
