@@ -266,9 +266,9 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
     """Check every table of a :func:`check` ed publication; return per game its curves
     (every block's, concatenated).  ``compiled``: the config's games, compiled (else compiled
     here with OpenSpiel); each block's game content hash must be theirs.  ``states``: the
-    blocks in progress too (:func:`check_state`, in JAX: what resumes them and the
-    publication's own check need; the figures and their tables draw on finished blocks
-    only, and compute nothing in JAX)."""
+    blocks in progress too (:func:`check_state`, which compiles and runs a learning cycle:
+    the publication's own check and its intake need it; the figures and their tables draw
+    on finished blocks only)."""
     folder = Path(folder)
     games = compiled_games(cfg, compiled, [g for g, e in manifest["games"].items()
                                            if e["blocks"] or (states and e.get("in_progress"))])
