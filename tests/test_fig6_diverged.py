@@ -292,7 +292,7 @@ def test_the_findings_page_says_which_runs_diverged(monkeypatch):
     none diverged it is word for word the same with or without the column."""
     def section(t):
         tables = {**t, "nashconv_ci": t["ci"]}
-        monkeypatch.setattr(published_findings, "check_content", lambda *args: None)
+        monkeypatch.setattr(published_findings, "check_content", lambda *args, **kwargs: None)
         monkeypatch.setattr(published_findings, "fig6_tables", lambda *args: tables)
         with float64():
             return " ".join(published_findings.findings(shared.SMOKE).split())
