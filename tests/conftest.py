@@ -43,12 +43,15 @@ DEFAULT_RESULTS = {"matrix/regret_sweep.parquet": b"default table",
                    "figures/fig1.png": b"default figure", "provenance.json": b"{}"}
 
 
-def copy_workflow(dest: Path) -> Path:
-    """A copy of the workflow (Snakefile, rules, configs, profiles, publication) at ``dest``."""
+def copy_workflow(dest: Path, published: Path | None = None, also: tuple[str, ...] = ()) -> Path:
+    """A copy of the workflow (Snakefile, rules, configs, profiles, publication) at ``dest``:
+    the publication ``published`` (a folder like the repository's ``published/``; default:
+    the repository's), and the repository's files or folders ``also``."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "workflow", "profiles", "published"):
+    for name in ("Snakefile", "workflow", "profiles", *also):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
+    shutil.copytree(published or ROOT / "published", dest / "published")
     return dest
 
 
@@ -67,6 +70,37 @@ def pytest_xdist_auto_num_workers(config):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return max(1, min(cores or 1, int(memory // WORKER_GIB)))
+
+
+# The test files that take the session fixture ``smoke_run`` (the smoke scale's whole workflow,
+# minutes of CPU): a parallel run hands them to one test process together, which makes the run
+# once (test_expected_time checks that no other file takes it).
+SMOKE_RUN_FILES = ("tests/test_workflow.py", "tests/test_cluster.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: nothing without it
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (`make test`): a file to a test process at a time, in the order the
+    files were collected (heaviest first, :func:`pytest_collection_modifyitems`; xdist's own
+    scheduler would reorder them by their number of tests), the :data:`SMOKE_RUN_FILES` as
+    one."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class InCollectionOrder(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return file_group(nodeid)
+
+    config.option.loadscopereorder = False
+    return InCollectionOrder(config, log)
+
+
+def file_group(nodeid: str) -> str:
+    """The unit a parallel run hands to a test process: the test's file, or the first of the
+    :data:`SMOKE_RUN_FILES` for any of them."""
+    path = nodeid.split("::", 1)[0]
+    return SMOKE_RUN_FILES[0] if path in SMOKE_RUN_FILES else path
 
 
 def pytest_collection_modifyitems(config, items):

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import copy_workflow
 
 from neurd import allocation
 from neurd.costs import Bytes, Throughput
@@ -394,12 +395,7 @@ def test_an_allocation_packs_blocks_that_publish(smoke_inputs, tmp_path):
         name.startswith("blocks.tar.") for name in back[2:]), back
     assert len(back) <= 8 and all((out / n).is_file() and (out / n).stat().st_size <= 16 * 2**20
                                   for n in back)
-    workflow = tmp_path / "workflow"
-    workflow.mkdir()
-    for name in ("Snakefile", "workflow", "profiles"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, workflow / name)
-    shutil.copytree(root / "published", workflow / "published")
+    workflow = copy_workflow(tmp_path / "workflow", published=root / "published")
     neurd = str(Path(sys.executable).parent / "neurd")
 
     def add(pack):

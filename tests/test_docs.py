@@ -8,12 +8,12 @@ tests/test_neural_compare.py; here every page's ```python block is at least comp
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_workflow
 
 from neurd.cli import build_parser
 
@@ -109,10 +109,7 @@ COMMANDS = _commands()
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
     """A copy of the workflow to dry-run documented commands in."""
-    home = tmp_path_factory.mktemp("docs")
-    for name in ("Snakefile", "workflow", "profiles", "published", "Makefile"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, home / name)
+    home = copy_workflow(tmp_path_factory.mktemp("docs"), also=("Makefile",))
     (home / "liars.yaml").write_text(_blocks("docs/neural.md", "yaml")[0])
     return home
 

@@ -159,3 +159,64 @@ def test_parallel_tests_take_a_core_each_as_memory_allows(monkeypatch):
     assert machine(2, 24) == 2  # the README's two cores and 24 GiB
     assert machine(16, 32) == 32 // WORKER_GIB
     assert machine(8, 2) == 1
+
+
+def test_a_parallel_run_hands_out_files_heaviest_first_and_the_smoke_runs_files_together(
+        tmp_path):
+    """In two test processes (`make test`'s `--dist loadfile`): the file that the timing record
+    makes heaviest starts before the file of most tests (xdist alone would hand that one out
+    first and the heavy one last), and the files that share the smoke run go to one process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import conftest
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(Path(conftest.__file__).read_text())
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench/tests_time.json").write_text(json.dumps({"runs": [{"parts": {"test": {
+        "slowest": [[100.0, "call", "tests/test_heavy.py::test_0"]]}}}]}))
+    body = ("import os, time\n"
+            "def _record(name):\n"
+            "    with open(os.path.join(os.path.dirname(__file__), 'ran.txt'), 'a') as f:\n"
+            "        worker = os.environ['PYTEST_XDIST_WORKER']\n"
+            "        f.write(f\"{time.monotonic()} {worker} {name}\\n\")\n"
+            "    time.sleep(0.2)\n")
+    files = {"test_heavy.py": 1, "test_many.py": 6, **{name.split("/")[1]: 2
+                                                       for name in conftest.SMOKE_RUN_FILES}}
+    for name, count in files.items():
+        (tests / name).write_text(body + "".join(
+            f"def test_{i}():\n    _record('{name}')\n" for i in range(count)))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-n", "2", "--dist", "loadfile", "tests"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    ran = sorted(line.split() for line in (tests / "ran.txt").read_text().splitlines())
+    assert len(ran) == sum(files.values())
+    started = {}
+    for when, _, name in ran:
+        started.setdefault(name, float(when))
+    assert started["test_heavy.py"] < started["test_many.py"], ran
+    workers = {name: {worker for _, worker, test in ran if test == name}
+               for name in files}
+    together = set().union(*(workers[name.split("/")[1]] for name in conftest.SMOKE_RUN_FILES))
+    assert all(len(used) == 1 for used in workers.values()) and len(together) == 1, workers
+
+
+def test_only_the_files_that_go_together_take_the_smoke_run():
+    """A test file that takes ``smoke_run`` outside :data:`conftest.SMOKE_RUN_FILES` would make
+    the smoke run again in a process of its own."""
+    import ast
+    from pathlib import Path
+
+    import conftest
+
+    takers = set()
+    for path in sorted(Path(conftest.__file__).parent.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and "smoke_run" in [
+                    argument.arg for argument in node.args.args]:
+                takers.add(f"tests/{path.name}")
+    assert takers == set(conftest.SMOKE_RUN_FILES)
