@@ -57,8 +57,9 @@ paper: figures
 # test-long` runs those alone; `make test-all` runs both at once. .ci/run runs test, then
 # test-long. Each prints its 15 slowest tests. Each runs its test files in TEST_WORKERS
 # processes at once (pytest-xdist; the tests of one file in one process, so that a file's
-# shared fixtures are built once): by default one per core, as many as the memory holds at
-# 5 GiB each (tests/conftest.py); TEST_WORKERS=0: all in pytest's own process.
+# shared fixtures are built once; the files that share the smoke run in one), heaviest file
+# first: by default one per core, as many as the memory holds at 5 GiB each
+# (tests/conftest.py); TEST_WORKERS=0: all in pytest's own process.
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
