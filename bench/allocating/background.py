@@ -174,10 +174,8 @@ def _lowest_priority() -> None:
     servers), each session is weighed against the others whatever its processes' nice values:
     nice 19 alone, in a session of its own, still takes a core from the shell's work. Even at
     nice 19 in a group at nice 19, a job that is running keeps its core for a while when a
-    thread of the foreground work wakes: XLA's threads, waking each other many times in a
-    computation (a ``[2048, 2048]`` product), used 1.0-1.3 of a two-core machine's cores
-    beside it, and 1.9 with the job under ``SCHED_IDLE``, which any other thread that wakes
-    preempts at once."""
+    thread of the foreground work wakes, and XLA's threads wake each other many times in a
+    computation; under ``SCHED_IDLE`` any other thread that wakes preempts it at once."""
     os.nice(19)
     try:
         with open("/proc/self/autogroup", "w") as group:
