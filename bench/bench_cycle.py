@@ -39,10 +39,20 @@ ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
     """FLOP (2 x multiply-adds) of the networks in one cycle of ``configurations``:
-    the critic's updates on the sampled steps (forward and backward), the policy's pass over
-    every information state and its pullback (weight gradients; the input's is not needed),
-    the critic's pass over every information state; the first layer on the columns the
-    variant uses."""
+    the critic's updates on the sampled steps (forward and backward), and
+    :func:`passes_flop`."""
+    widths = [compiled.infostate_tensor.shape[1], *spec.hidden, compiled.num_actions]
+    full = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+    depth = train.history_tree(compiled, jnp.float32).depth
+    rows = spec.critic_updates * spec.critic_batch * depth
+    macs = rows * (3 * full - widths[0] * widths[1])  # no gradient for the inputs
+    return 2.0 * macs * configurations + passes_flop(compiled, spec, configurations)
+
+
+def passes_flop(compiled, spec: train.Spec, configurations: int) -> float:
+    """FLOP of a cycle's passes over every information state: the policy's pass and its
+    pullback (weight gradients; the input's is not needed), the critic's pass; the first
+    layer on the columns the variant uses."""
     columns = compiled.infostate_tensor.shape[1]
     if layouts.get(spec.layout).used_columns:
         columns = sum(b - a for a, b in passes.used_columns(compiled.infostate_tensor))
@@ -50,13 +60,10 @@ def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
     full = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
     first = columns * widths[1]
     later = full - widths[0] * widths[1]
-    depth = train.history_tree(compiled, jnp.float32).depth
-    rows = spec.critic_updates * spec.critic_batch * depth
-    macs = rows * (3 * full - widths[0] * widths[1])  # no gradient for the inputs
     every = compiled.num_infostates
     passes_over_all = 2 if spec.critic == "learned" else 1
-    macs += every * (passes_over_all * (first + later) + first + 2 * later)
-    return 2.0 * macs * configurations
+    return 2.0 * configurations * every * (passes_over_all * (first + later) + first
+                                           + 2 * later)
 
 
 def _inputs(spec, game, name, seeds):

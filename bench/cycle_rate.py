@@ -39,7 +39,7 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from bench_cycle import cycle_flop
+    from bench_cycle import cycle_flop, passes_flop
 
     from neurd import games as neurd_games
     from neurd.machine import processor_model, xla_isa
@@ -75,14 +75,19 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
         start = time.perf_counter()
         run(2)
         cycles = max(2, int(seconds / max((time.perf_counter() - start) / 2, 1e-6)))
-        flop = cycle_flop(compiled, train.Spec(layout=layouts.resolve(spec.layout)),
-                          n)
-        shares, cycle_rates, product_rates, ms = [], [], [], []
+        resolved = train.Spec(layout=layouts.resolve(spec.layout))
+        flop = cycle_flop(compiled, resolved, n)
+        alone = _passes_alone(spec, game, states)
+        alone(2)  # compiles
+        shares, cycle_rates, product_rates, ms, alone_ms, alone_shares = [], [], [], [], [], []
         for _ in range(rounds):
             before = product_rate()
             start = time.perf_counter()
             run(cycles)
             wall = (time.perf_counter() - start) / cycles
+            start = time.perf_counter()
+            alone(cycles)
+            alone_wall = (time.perf_counter() - start) / cycles
             after = product_rate()
             rate = flop / wall / 1e9
             plain = (before + after) / 2
@@ -90,15 +95,51 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
             cycle_rates.append(rate)
             product_rates.append(plain)
             ms.append(wall * 1e3)
+            alone_ms.append(alone_wall * 1e3)
+            alone_shares.append(passes_flop(compiled, resolved, n) / alone_wall / 1e9 / plain)
         rows.append(dict(game=name, configurations=n, processor=processor_model(),
                          xla_isa=xla_isa(), variant=layouts.resolve(spec.layout),
                          gflop=flop / 1e9,
                          ms_per_cycle=statistics.median(ms),
                          cycle_gflops=statistics.median(cycle_rates),
                          product_gflops=statistics.median(product_rates),
-                         share=statistics.median(shares), shares=shares))
+                         share=statistics.median(shares), shares=shares,
+                         passes_ms=statistics.median(alone_ms),
+                         passes_share=statistics.median(alone_shares)))
         print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
+
+
+def _passes_alone(spec, game, states):
+    """``run(cycles)``: the cycle's passes over every information state alone, as the
+    layout lays them out (the policy's pass and its pullback, the critic's pass), nothing
+    else of the cycle: no sampler, critic updates, losses or optimiser.  Each cycle feeds
+    the next (a small step on the weights), so that XLA hoists nothing out of the loop."""
+    import jax
+    import jax.numpy as jnp
+
+    from neurd.neural import layouts, train
+
+    layout, net = layouts.get(spec.layout), train._pass(spec, game)
+    algorithms = sorted(states)
+    policy = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs),
+                                    *[states[a].policy for a in algorithms])
+    critic = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs),
+                                    *[states[a].critic for a in algorithms])
+
+    @jax.jit
+    def program(cycles, policy, critic):
+        def body(_, weights):
+            policy, critic = weights
+            logits, pullback = layout.with_pullback(net, policy)
+            values = layout.every(net, critic)
+            grads = pullback(logits - values)
+            return (jax.tree_util.tree_map(lambda w, g: w - 1e-6 * g, policy, grads),
+                    jax.tree_util.tree_map(lambda w: w * (1 - 1e-7), critic))
+
+        return jax.lax.fori_loop(0, cycles, body, (policy, critic))
+
+    return lambda cycles: jax.block_until_ready(program(jnp.int32(cycles), policy, critic))
 
 
 def _in_process(isa: str, games, n: int, rounds: int, seconds: float) -> list[dict]:
@@ -127,15 +168,20 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str) -
              f"of one plain `[{PRODUCT}, {PRODUCT}]` float32 product in the same process, timed "
              "before and after each round of cycles; the share is the median over rounds. "
              "Each instruction set in its own process (`XLA_FLAGS=--xla_cpu_max_isa=AVX2` for "
-             "AVX2). Goal: Goofspiel at 60 configurations at 50% or more under both.", "",
+             "AVX2). Goal: Goofspiel at 60 configurations at 50% or more under both. "
+             "*Passes alone*: the same layout's passes over every information state (the "
+             "policy's pass and its pullback, the critic's pass) run by themselves, cycle "
+             "after cycle, with nothing else of the cycle (no sampler, critic updates, "
+             "losses or optimiser), and their FLOP's share of the product rate: what the "
+             "cycle would reach if everything but these passes took no time.", "",
              "| processor | ISA | game | N | variant | GFLOP/cycle | ms/cycle | cycle GFLOP/s "
-             "| product GFLOP/s | share |",
-             "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| product GFLOP/s | share | passes alone, ms | passes alone, share |",
+             "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         lines.append(f"| {r['processor']} | {r['xla_isa']} | {r['game']} | {r['configurations']} "
                      f"| {r['variant']} | {r['gflop']:.3g} | {r['ms_per_cycle']:.1f} | "
                      f"{r['cycle_gflops']:.0f} | {r['product_gflops']:.0f} | "
-                     f"{r['share']:.0%} |")
+                     f"{r['share']:.0%} | {r['passes_ms']:.1f} | {r['passes_share']:.0%} |")
     return "\n".join(lines + [""])
 
 

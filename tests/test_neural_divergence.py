@@ -4,9 +4,10 @@ resumes to the same numbers, and the tables, checkpoints and publication checks 
 only as the tail of a run that diverged.
 
 The diverging job is Algorithm 1's plain sum over the batch's steps on Leduc at the paper's
-learning rates: its steps are 256x the default reading's and NeuRD's network goes to NaN
-within two phases of 400 iterations (docs/readings.md; the default reading does not:
-tests/test_neural_readings.py)."""
+learning rates: its steps are 256x the default reading's and NeuRD's network at entropy 0.1
+goes to NaN within two phases of 400 iterations (docs/readings.md; the default reading does
+not: tests/test_neural_readings.py); at entropy 0 it may or may not within them, as the
+processor's float rounding takes the chaotic run, so the tests below hold either way."""
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,9 @@ def test_a_diverging_configuration_is_nan_from_its_divergence_and_the_others_run
     algorithms = np.array([a for a, _, _ in plan.configurations])
     first = _first_nan(whole["nash_conv"])
     rows = len(whole["iteration"])
-    assert (first[algorithms == NEURD] < rows).all(), "the plain sum's NeuRD runs diverge"
+    entropies = np.array([e for _, e, _ in plan.configurations])
+    assert (first[(algorithms == NEURD) & (entropies == 0.1)] < rows).all(), (
+        "the plain sum's NeuRD run at entropy 0.1 diverges")
     assert (first[algorithms == SPG] == rows).all(), "SPG's do not, in the same block"
     for c, row in enumerate(first):
         for name in MEASURED:

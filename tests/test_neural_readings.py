@@ -145,8 +145,11 @@ def test_the_config_keys_reach_the_learner():
 def test_algorithm_1s_plain_sum_diverges_at_the_papers_learning_rates():
     """The README's reason for not taking the plain sum over the batch's steps: with the
     paper's learning rates its steps are 256x the per-trajectory ones, and NeuRD's network
-    on Leduc goes to NaN within two phases of 400 iterations (recorded as diverged: NaN from
-    there on, tests/test_neural_divergence.py); the default reading does not."""
+    on Leduc at entropy 0.1 goes to NaN within two phases of 400 iterations (recorded as
+    diverged: NaN from there on, tests/test_neural_divergence.py); SPG's do not, nor does the
+    default reading.  At entropy 0 NeuRD's run swings wildly and diverges later, at an
+    iteration that moves with the processor's float rounding (the run is chaotic): by 800 on
+    one processor measured, at 1000 on another; it is not asserted here."""
     leduc = compile_game("leduc_poker")
 
     def plan(normalisation):
@@ -155,9 +158,10 @@ def test_algorithm_1s_plain_sum_diverges_at_the_papers_learning_rates():
                                phase_iterations=400, phases=2, geometric=2, linear=4,
                                seeds_per_batch=1)
 
+    configurations = plan("batch_sum").configurations
     diverged = experiment.diverged(experiment.run(leduc, plan("batch_sum")), 10**6)
-    assert [c[0] for c, lost in zip(plan("batch_sum").configurations, diverged) if lost] == [
-        NEURD, NEURD]
+    lost = {c for c, gone in zip(configurations, diverged) if gone}
+    assert (NEURD, 0.1, 0) in lost and not {c for c in lost if c[0] != NEURD}, lost
     assert np.isfinite(experiment.run(leduc, plan("player_mean"))["nash_conv"]).all()
 
 

@@ -381,7 +381,9 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
 
 def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> dict:
     """:func:`check_state`, and the state checked against itself: every configuration's
-    policy table is what its policy weights give (within :data:`TABLE_TOLERANCE`); the
+    policy table is what its policy weights give (within :data:`TABLE_TOLERANCE` and the
+    bound float32 rounding allows: :func:`neurd.neural.train.policy_table_rounding`, so a
+    state saved on one processor passes on another); the
     NashConv of its last measured row is what those tables give (within
     :data:`NASH_CONV_TOLERANCE`), and the segment's policy updates are that row's spacing; each
     piece's seconds and iterations agree with its recorded rate, a rate no machine reaches
@@ -399,14 +401,23 @@ def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, f
     gone = diverged(results, row + 1)  # diverged configurations: zeros, measured no more
 
     def table_gaps(state):
+        """``[N, 2]``: per configuration, at the information state where its table is
+        furthest beyond what rounding allows, the gap and what rounding allows there."""
         given = jax.vmap(partial(train.policy_table, spec, job.game))(state.policy)
-        return np.asarray(jnp.max(jnp.abs(given - state.table).reshape(len(given), -1), axis=1))
+        gaps = jnp.max(jnp.abs(given - state.table), axis=-1)
+        allowed = TABLE_TOLERANCE + jax.vmap(partial(train.policy_table_rounding, spec,
+                                                     job.game))(state.policy)
+        worst = jnp.argmax(jnp.where(jnp.isnan(gaps), jnp.inf, gaps - allowed), axis=1)
+        pick = partial(jnp.take_along_axis, indices=worst[:, None], axis=1)
+        return jnp.concatenate([pick(gaps), pick(allowed)], axis=1)
 
-    gaps = np.where(gone, 0.0, _per_configuration(states, spec.algorithms, table_gaps))
-    if not np.all(gaps <= TABLE_TOLERANCE):
-        worst = int(np.argmax(np.where(np.isnan(gaps), np.inf, gaps)))
+    found = _per_configuration(states, spec.algorithms, table_gaps)
+    gaps, allowed = np.where(gone, 0.0, found[:, 0]), found[:, 1]
+    if not np.all(gaps <= allowed):
+        worst = int(np.argmax(np.where(np.isnan(gaps), np.inf, gaps - allowed)))
         raise StateError(f"{folder}: configuration {plan.configurations[worst]}'s policy table "
-                         f"is not what its weights give (they differ by {gaps[worst]:.3g})")
+                         f"is not what its weights give (they differ by {gaps[worst]:.3g}, "
+                         f"where float32 rounding allows {allowed[worst]:.3g})")
     spacing = int(job.iterations[row]) - (int(job.iterations[row - 1]) if row else 0)
     updates = _field(states, "updates", spec.algorithms)[~gone]
     if row and not np.all(updates == spacing // spec.critic_updates):

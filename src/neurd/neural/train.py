@@ -318,6 +318,36 @@ def policy_table(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:
                                           game.infostate_player), game.tree.legal)
 
 
+# the unit roundoff of the products' precision (networks.PRECISIONS): float32's 24-bit
+# significand, TensorFloat-32's 11 (its products' inputs; their sums are float32)
+UNIT_ROUNDOFF = {"float32": 2.0**-24, "tensorfloat32": 2.0**-11}
+
+
+def policy_table_rounding(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:
+    """``[I]``: at each information state, a bound on how far two float32 evaluations of
+    :func:`policy_table` from the same weights can differ, whatever the order of the
+    products' sums (the layout, the instruction set, the processor, with or without fused
+    multiply-adds).
+
+    Forward error analysis of the network (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2002, sec. 3.5): a sum of ``n`` products ``x_k w_k`` computed in any order
+    is within ``n u sum_k |x_k w_k|`` of the exact one (to first order, ``u`` the unit
+    roundoff), and ReLU passes an error on no larger, so each evaluation's logits are within
+    ``sum_l (n_l + 2) u M`` of the exact ones, ``n_l`` a layer's inputs and ``M`` the network
+    evaluated on the absolute values of its weights and inputs (every term counted with its
+    size: what cancels in the logits is still rounded).  Two evaluations' logits are within
+    twice that, and a softmax's outputs move by at most half its inputs' largest move (its
+    Jacobian's rows sum to ``2 p (1 - p) <= 1/2`` in absolute value): the table's bound at a
+    state is ``sum_l (n_l + 2) u M`` at its largest legal action."""
+    policy_net, _ = _networks(spec, game)
+    size = policy_net.apply({"params": jax.tree_util.tree_map(jnp.abs, policy)},
+                            jnp.abs(game.tensors), game.infostate_player)
+    widths = (game.tensors.shape[1], *spec.hidden)
+    terms = sum(n + 2 for n in widths)
+    largest = jnp.max(jnp.where(game.tree.legal, size, 0.0), axis=-1)
+    return terms * UNIT_ROUNDOFF[spec.precision] * largest
+
+
 @partial(jax.jit, static_argnames=("spec",))
 def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: dict,
                 first_cycle, num_cycles, sign) -> dict:
