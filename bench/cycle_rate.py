@@ -34,10 +34,38 @@ ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
 PRODUCT = 2048
 
 
-def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict]:
-    """In this process: per game, the cycle's and the product's rates, ``rounds`` times."""
+def _product_rate(seconds: float):
+    """``rate()``: the GFLOP/s of one plain ``[PRODUCT, PRODUCT]`` float32 product, timed
+    for about ``seconds / 2``."""
     import jax
     import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (PRODUCT, PRODUCT), jnp.float32)
+    b = jax.random.normal(jax.random.key(1), (PRODUCT, PRODUCT), jnp.float32)
+    product = jax.jit(jnp.matmul)
+    jax.block_until_ready(product(a, b))
+
+    def rate() -> float:
+        reps, start = 0, time.perf_counter()
+        while reps < 3 or time.perf_counter() - start < seconds / 2:
+            jax.block_until_ready(product(a, b))
+            reps += 1
+        return 2.0 * PRODUCT**3 * reps / (time.perf_counter() - start) / 1e9
+
+    return rate
+
+
+def _timed(function, cycles: int) -> float:
+    """Seconds a cycle: ``function(cycles)`` timed."""
+    start = time.perf_counter()
+    function(cycles)
+    return (time.perf_counter() - start) / cycles
+
+
+def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) -> dict:
+    """One game's row: the cycle's and its passes' rates against the product's, ``rounds``
+    times interleaved, medians."""
+    import jax
     import numpy as np
     from bench_cycle import cycle_flop, passes_flop
 
@@ -46,66 +74,45 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
     from neurd.names import GAMES
     from neurd.neural import layouts, train
 
-    a = jax.random.normal(jax.random.key(0), (PRODUCT, PRODUCT), jnp.float32)
-    b = jax.random.normal(jax.random.key(1), (PRODUCT, PRODUCT), jnp.float32)
-    product = jax.jit(jnp.matmul)
-    jax.block_until_ready(product(a, b))
-    product_flop = 2.0 * PRODUCT**3
+    compiled = neurd_games.compile_game(GAMES[name].string)
+    game, spec = train.neural_game(compiled), train.Spec()
+    seeds = tuple(range(n // (2 * len(ENTROPIES))))
+    states, keys, etas = train.batch_inputs(spec, game, 0, name, seeds, ENTROPIES)
 
-    def product_rate() -> float:
-        reps, start = 0, time.perf_counter()
-        while reps < 3 or time.perf_counter() - start < seconds / 2:
-            jax.block_until_ready(product(a, b))
-            reps += 1
-        return product_flop * reps / (time.perf_counter() - start) / 1e9
+    def run(cycles):
+        return jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0,
+                                                       cycles, np.float32(1.0)))
 
+    alone = _passes_alone(spec, game, states)
+    run(2), alone(2)  # compile
+    cycles = max(2, int(seconds / max(_timed(run, 2), 1e-6)))
+    resolved = train.Spec(layout=layouts.resolve(spec.layout))
+    flop, alone_flop = cycle_flop(compiled, resolved, n), passes_flop(compiled, resolved, n)
+    rounds_measured = []
+    for _ in range(rounds):
+        before = product_rate()
+        wall, alone_wall = _timed(run, cycles), _timed(alone, cycles)
+        plain = (before + product_rate()) / 2
+        rounds_measured.append(dict(share=flop / wall / 1e9 / plain, cycle=flop / wall / 1e9,
+                                    product=plain, ms=wall * 1e3, alone_ms=alone_wall * 1e3,
+                                    alone_share=alone_flop / alone_wall / 1e9 / plain))
+
+    def median(key):
+        return statistics.median(r[key] for r in rounds_measured)
+
+    return dict(game=name, configurations=n, processor=processor_model(), xla_isa=xla_isa(),
+                variant=resolved.layout, gflop=flop / 1e9, ms_per_cycle=median("ms"),
+                cycle_gflops=median("cycle"), product_gflops=median("product"),
+                share=median("share"), shares=[r["share"] for r in rounds_measured],
+                passes_ms=median("alone_ms"), passes_share=median("alone_share"))
+
+
+def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict]:
+    """In this process: per game, the cycle's and the product's rates, ``rounds`` times."""
+    product_rate = _product_rate(seconds)
     rows = []
     for name in games:
-        compiled = neurd_games.compile_game(GAMES[name].string)
-        game = train.neural_game(compiled)
-        spec = train.Spec()
-        seeds = tuple(range(n // (2 * len(ENTROPIES))))
-        states, keys, etas = train.batch_inputs(spec, game, 0, name, seeds, ENTROPIES)
-
-        def run(cycles, states=states, keys=keys, etas=etas, spec=spec, game=game):
-            return jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0,
-                                                           cycles, np.float32(1.0)))
-
-        run(2)  # compiles
-        start = time.perf_counter()
-        run(2)
-        cycles = max(2, int(seconds / max((time.perf_counter() - start) / 2, 1e-6)))
-        resolved = train.Spec(layout=layouts.resolve(spec.layout))
-        flop = cycle_flop(compiled, resolved, n)
-        alone = _passes_alone(spec, game, states)
-        alone(2)  # compiles
-        shares, cycle_rates, product_rates, ms, alone_ms, alone_shares = [], [], [], [], [], []
-        for _ in range(rounds):
-            before = product_rate()
-            start = time.perf_counter()
-            run(cycles)
-            wall = (time.perf_counter() - start) / cycles
-            start = time.perf_counter()
-            alone(cycles)
-            alone_wall = (time.perf_counter() - start) / cycles
-            after = product_rate()
-            rate = flop / wall / 1e9
-            plain = (before + after) / 2
-            shares.append(rate / plain)
-            cycle_rates.append(rate)
-            product_rates.append(plain)
-            ms.append(wall * 1e3)
-            alone_ms.append(alone_wall * 1e3)
-            alone_shares.append(passes_flop(compiled, resolved, n) / alone_wall / 1e9 / plain)
-        rows.append(dict(game=name, configurations=n, processor=processor_model(),
-                         xla_isa=xla_isa(), variant=layouts.resolve(spec.layout),
-                         gflop=flop / 1e9,
-                         ms_per_cycle=statistics.median(ms),
-                         cycle_gflops=statistics.median(cycle_rates),
-                         product_gflops=statistics.median(product_rates),
-                         share=statistics.median(shares), shares=shares,
-                         passes_ms=statistics.median(alone_ms),
-                         passes_share=statistics.median(alone_shares)))
+        rows.append(_measure_game(name, n, rounds, seconds, product_rate))
         print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
 
@@ -120,7 +127,7 @@ def _passes_alone(spec, game, states):
 
     from neurd.neural import layouts, train
 
-    layout, net = layouts.get(spec.layout), train._pass(spec, game)
+    layout, net = layouts.get(spec.layout), train.network_pass(spec, game)
     algorithms = sorted(states)
     policy = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs),
                                     *[states[a].policy for a in algorithms])

@@ -188,7 +188,7 @@ def test_the_tables_rounding_bound_holds_for_every_layout(compiled, scale):
         assert bound.max() < 1e-3, bound.max()
     exact = np.stack([_exact_table(jax.tree_util.tree_map(lambda a, i=i: a[i], policy), game)
                       for i in range(len(bound))])
-    net = train._pass(spec, game)
+    net = train.network_pass(spec, game)
     tables = {"flax": np.asarray(jax.vmap(lambda p: train.policy_table(spec, game, p))(policy))}
     for name, layout in layouts.LAYOUTS.items():
         tables[name] = np.asarray(train.masked_policy(layout.every(net, policy),

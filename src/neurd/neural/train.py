@@ -271,7 +271,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     information state are laid out for all configurations at once by the layout
     ``spec.layout`` names (:mod:`neurd.neural.layouts`); the rest is each
     configuration's own arithmetic, under ``vmap``."""
-    layout, net = layouts.get(spec.layout), _pass(spec, game)
+    layout, net = layouts.get(spec.layout), network_pass(spec, game)
     each = partial(jax.vmap, in_axes=(0, 0, 0, 0, None))
     # 0. the policy network's one pass of the cycle: its outputs give the table every batch
     #    samples from, and its pullback the policy's gradient in step 2
@@ -297,7 +297,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
                     critic_loss=critic_loss, updates=state.updates + 1)
 
 
-def _pass(spec: Spec, game: NeuralGame) -> layouts.Pass:
+def network_pass(spec: Spec, game: NeuralGame) -> layouts.Pass:
     """What a layout's passes read: the network (policy and critic: the same shape) and
     the game's tensors."""
     net, _ = _networks(spec, game)
@@ -308,7 +308,7 @@ def _pass(spec: Spec, game: NeuralGame) -> layouts.Pass:
 def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     """``[N, I, A]``: the network of each of ``N`` configurations (``params`` batched) on
     every information state, laid out as ``spec.layout`` says."""
-    return layouts.get(spec.layout).every(_pass(spec, game), params)
+    return layouts.get(spec.layout).every(network_pass(spec, game), params)
 
 
 def policy_table(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:
