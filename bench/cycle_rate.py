@@ -6,6 +6,8 @@ optimiser.  Its useful rate (the products' FLOP over the cycle's wall time) is s
 what the same process gets from one plain ``[2048, 2048] x [2048, 2048]`` float32 product,
 timed interleaved with the cycle so that load on a shared machine falls on both alike.  The
 share is the median over rounds of (cycle GFLOP/s) / (product GFLOP/s).
+Beside it, the same layout's passes over every information state run alone (nothing else of
+the cycle): the share the cycle would reach if all the rest took no time.
 
 Each instruction set is measured in its own process (XLA reads ``XLA_FLAGS`` once): the
 native one, and XLA limited to AVX2 (``--xla_cpu_max_isa=AVX2``: the code a laptop without

@@ -68,6 +68,21 @@ def test_the_performance_page_gives_the_runs_timed_slowest_first():
     assert len(rows) == len(runs)
 
 
+def test_the_readme_quotes_each_runs_whole_time():
+    """The README's and docs/performance.md's `make figures` times are bench/figures_time.json's
+    runs: the venv, the config's check and Snakemake, summed, one quote per processor measured."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    performance = (root / "docs/performance.md").read_text(encoding="utf-8")
+    for run in expected_time.references(root / "bench/figures_time.json", "default.yaml"):
+        whole = expected_time._clock(float(run["snakemake_seconds"])
+                                     + float(run.get("venv_seconds") or 0)
+                                     + float(run.get("check_seconds") or 0))
+        assert whole in readme and whole in performance, (run["processor"], run["isa"], whole)
+
+
 def test_runs_without_a_probe_do_not_price_the_estimate():
     unprobed = dict(REFERENCE, probe=None, processor="CPU C")
     said = expected_time.expectation({"neural": 10.0, "tabular": 2.0}, [unprobed, REFERENCE],
