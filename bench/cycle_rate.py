@@ -11,11 +11,13 @@ the cycle): the share the cycle would reach if all the rest took no time.
 
 Each instruction set is measured in its own process (XLA reads ``XLA_FLAGS`` once): the
 native one, and XLA limited to AVX2 (``--xla_cpu_max_isa=AVX2``: the code a laptop without
-AVX-512 gets).  Goal (the "every CPU" issue): Goofspiel at 60 configurations at 50% or more
-of the product rate under both.
+AVX-512 gets); and each with the configurations on one CPU device (XLA splitting each
+operation between the cores) and shared between one device per core, as a neural job runs
+them (:func:`neurd.neural.device.use_cores`).  Goal (the "every CPU" issue): Goofspiel at 60
+configurations at 50% or more of the product rate under both instruction sets.
 
     python bench/cycle_rate.py                      # writes its section of bench/NEURAL.md
-    python bench/cycle_rate.py --games kuhn --rounds 2 --out rate.md
+    python bench/cycle_rate.py --games kuhn --rounds 2 --devices 1 --out rate.md
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     from neurd.machine import processor_model, xla_isa
     from neurd.names import GAMES
     from neurd.neural import layouts, train
+    from neurd.neural.device import cpu_devices
 
     compiled = neurd_games.compile_game(GAMES[name].string)
     game, spec = train.neural_game(compiled), train.Spec()
@@ -85,7 +88,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
         return jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0,
                                                        cycles, np.float32(1.0)))
 
-    alone = _passes_alone(spec, game, states)
+    alone = _passes_alone(spec, game, states, train.by_core)
     run(2), alone(2)  # compile
     cycles = max(2, int(seconds / max(_timed(run, 2), 1e-6)))
     resolved = train.Spec(layout=layouts.resolve(spec.layout))
@@ -103,7 +106,8 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
         return statistics.median(r[key] for r in rounds_measured)
 
     return dict(game=name, configurations=n, processor=processor_model(), xla_isa=xla_isa(),
-                variant=resolved.layout, gflop=flop / 1e9, ms_per_cycle=median("ms"),
+                cpu_devices=cpu_devices(), variant=resolved.layout, gflop=flop / 1e9,
+                ms_per_cycle=median("ms"),
                 cycle_gflops=median("cycle"), product_gflops=median("product"),
                 share=median("share"), shares=[r["share"] for r in rounds_measured],
                 passes_ms=median("alone_ms"), passes_share=median("alone_share"))
@@ -119,11 +123,13 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
     return rows
 
 
-def _passes_alone(spec, game, states):
+def _passes_alone(spec, game, states, by_core):
     """``run(cycles)``: the cycle's passes over every information state alone, as the
     layout lays them out (the policy's pass and its pullback, the critic's pass), nothing
-    else of the cycle: no sampler, critic updates, losses or optimiser.  Each cycle feeds
-    the next (a small step on the weights), so that XLA hoists nothing out of the loop."""
+    else of the cycle: no sampler, critic updates, losses or optimiser; the configurations
+    shared between the CPU devices as a segment shares them (``by_core``).  Each cycle
+    feeds the next (a small step on the weights), so that XLA hoists nothing out of the
+    loop."""
     import jax
     import jax.numpy as jnp
 
@@ -146,13 +152,15 @@ def _passes_alone(spec, game, states):
             return (jax.tree_util.tree_map(lambda w, g: w - 1e-6 * g, policy, grads),
                     jax.tree_util.tree_map(lambda w: w * (1 - 1e-7), critic))
 
-        return jax.lax.fori_loop(0, cycles, body, (policy, critic))
+        return by_core(lambda p, c: jax.lax.fori_loop(0, cycles, body, (p, c)), policy, critic)
 
     return lambda cycles: jax.block_until_ready(program(jnp.int32(cycles), policy, critic))
 
 
-def _in_process(isa: str, games, n: int, rounds: int, seconds: float) -> list[dict]:
-    """Run :func:`_measure` in a fresh process under ``isa`` (XLA_FLAGS set before JAX loads)."""
+def _in_process(isa: str, devices: int, games, n: int, rounds: int,
+                seconds: float) -> list[dict]:
+    """Run :func:`_measure` in a fresh process under ``isa`` (XLA_FLAGS set before JAX loads)
+    on ``devices`` CPU devices."""
     env = dict(os.environ)
     flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(
         "--xla_cpu_max_isa")]
@@ -163,7 +171,8 @@ def _in_process(isa: str, games, n: int, rounds: int, seconds: float) -> list[di
                                          env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     out = subprocess.run([sys.executable, __file__, "--worker", "--games", *games,
                           "--configurations", str(n), "--rounds", str(rounds),
-                          "--seconds", str(seconds)], env=env, check=True,
+                          "--seconds", str(seconds), "--devices", str(devices)], env=env,
+                         check=True,
                          stdout=subprocess.PIPE, text=True)
     return [dict(r, isa=isa) for r in json.loads(out.stdout)]
 
@@ -177,17 +186,23 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str) -
              f"of one plain `[{PRODUCT}, {PRODUCT}]` float32 product in the same process, timed "
              "before and after each round of cycles; the share is the median over rounds. "
              "Each instruction set in its own process (`XLA_FLAGS=--xla_cpu_max_isa=AVX2` for "
-             "AVX2). Goal: Goofspiel at 60 configurations at 50% or more under both. "
+             "AVX2), on one CPU device (XLA splitting each operation between the cores) and "
+             "on one device per core, each running its share of the configurations (how a "
+             "neural job runs them). Goal: Goofspiel at 60 configurations at 50% or more "
+             "under both instruction sets. "
              "*Passes alone*: the same layout's passes over every information state (the "
              "policy's pass and its pullback, the critic's pass) run by themselves, cycle "
              "after cycle, with nothing else of the cycle (no sampler, critic updates, "
              "losses or optimiser), and their FLOP's share of the product rate: what the "
              "cycle would reach if everything but these passes took no time.", "",
-             "| processor | ISA | game | N | variant | GFLOP/cycle | ms/cycle | cycle GFLOP/s "
-             "| product GFLOP/s | share | passes alone, ms | passes alone, share |",
-             "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| processor | ISA | CPU devices | game | N | variant | GFLOP/cycle | ms/cycle "
+             "| cycle GFLOP/s | product GFLOP/s | share | passes alone, ms "
+             "| passes alone, share |",
+             "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| ---: |"]
     for r in rows:
-        lines.append(f"| {r['processor']} | {r['xla_isa']} | {r['game']} | {r['configurations']} "
+        lines.append(f"| {r['processor']} | {r['xla_isa']} | {r['cpu_devices']} | {r['game']} "
+                     f"| {r['configurations']} "
                      f"| {r['variant']} | {r['gflop']:.3g} | {r['ms_per_cycle']:.1f} | "
                      f"{r['cycle_gflops']:.0f} | {r['product_gflops']:.0f} | "
                      f"{r['share']:.0%} | {r['passes_ms']:.1f} | {r['passes_share']:.0%} |")
@@ -195,7 +210,9 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str) -
 
 
 def main(argv=None) -> int:
+    from neurd.machine import threads
     from neurd.names import GAMES
+    from neurd.neural.device import use_cores
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["goofspiel", "leduc"],
@@ -205,14 +222,24 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="per round, each part")
     parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")))
+    parser.add_argument("--devices", nargs="+", default=["1", "cores"],
+                        help="CPU devices to share the configurations between: numbers, or "
+                        "'cores' (one per core, as a neural job; default: 1 and cores)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    try:
+        devices = sorted({threads() if d == "cores" else int(d) for d in args.devices})
+    except ValueError:
+        parser.error(f"--devices: {args.devices} are not numbers or 'cores'")
+    if devices[0] < 1:
+        parser.error(f"--devices: {devices[0]} is not a positive number of devices")
     if args.configurations <= 0 or args.configurations % (2 * len(ENTROPIES)):
         parser.error(f"--configurations: {args.configurations} is not a positive multiple "
                      f"of {2 * len(ENTROPIES)}")
     if args.rounds < 1 or not args.seconds > 0:
         parser.error("--rounds must be at least 1 and --seconds positive")
     if args.worker:
+        use_cores(devices[0])
         print(json.dumps(_measure(args.games, args.configurations, args.rounds,
                                   args.seconds)))
         return 0
@@ -220,8 +247,8 @@ def main(argv=None) -> int:
     from bench_cycle import with_section
 
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    rows = [r for isa in args.isas
-            for r in _in_process(isa, args.games, args.configurations, args.rounds,
+    rows = [r for isa in args.isas for count in devices
+            for r in _in_process(isa, count, args.games, args.configurations, args.rounds,
                                  args.seconds)]
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     command = "python bench/cycle_rate.py " + " ".join(argv if argv is not None

@@ -334,7 +334,7 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     for piece in provenance["pieces"]:
         assert piece["processor"] == cpu["processor"] and piece["isa"] == cpu["isa"]
         assert piece["variant"].startswith("map_used."), piece["variant"]
-        assert piece["threads"] >= 1 and "xla_flags" in piece
+        assert piece["threads"] >= 1 and "xla_flags" in piece and piece["cpu_devices"] >= 1
     assert provenance["devices"] == [f"{cpu['processor']}, {cpu['isa']}"]
 
 

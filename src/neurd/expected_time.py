@@ -156,6 +156,9 @@ def _step(args) -> None:
         log.info("make figures: no run of %s has been timed whole (%s): no time is expected",
                  args.configfile, args.references)
         return
+    from neurd.neural.device import use_cores
+
+    use_cores()  # as the neural jobs do
     log.info("%s", expectation(probe(), runs, cpu["isa"]))
 
 

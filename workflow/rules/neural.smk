@@ -23,10 +23,11 @@ NEURAL_RUN_COMMAND = (
     " --critic {wildcards.critic} --chunk {wildcards.chunk} --compiled {input.game}"
     " --curves {output.curves} --policies {output.policies}"
 )
-# One core asked for, though XLA spreads a cycle over every core it sees: a job asking for
-# two on a two-core machine never starts while one-core jobs keep one core busy, and would
-# wait for all of them (bench/RESULTS.md). A cluster job gets two (profiles/slurm:
-# set-threads), which XLA then uses.
+# One core asked for, though a job shares its configurations between one CPU device per core
+# it sees (neurd.neural.device.use_cores): a job asking for two on a two-core machine never
+# starts while one-core jobs keep one core busy, and would wait for all of them
+# (bench/RESULTS.md). A cluster job gets two (profiles/slurm: set-threads), which it then
+# uses.
 NEURAL_RUN_THREADS = 1
 # A job's resources (the readings study's jobs' too): memory, the runtime of its section's
 # configuration-iterations and the GPUs of its section's neural.gpus_per_job.

@@ -4,16 +4,66 @@ On a GPU the model and driver come from ``nvidia-smi`` (``unknown`` where it
 cannot be asked).  On a CPU the model is the processor's with the instruction set XLA
 compiles for (:mod:`neurd.machine`), e.g. ``"AMD EPYC 7B13, AVX2"``; the record also
 names the threads the process may use and the XLA flags in force, so that a user can tell
-why two CPUs' numbers differ in float rounding.
+why two CPUs' numbers differ in float rounding, and the CPU devices the configurations were
+shared between (:func:`use_cores`).
+
+**Every core its configurations.**  A learning cycle is many small operations, and XLA
+splitting each between a CPU's cores gains little (a second core made a Goofspiel cycle
+about a fifth faster).  :func:`use_cores` has JAX's CPU backend make one device per core,
+and :func:`neurd.neural.train.run_segment` gives each device its share of the
+configurations, to run in a program of its own (bench/NEURAL.md measures both ways).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import jax
 
-from neurd.machine import cpu_description
+from neurd.machine import cpu_description, threads
+
+# JAX's own setting (and its environment variable): the devices its CPU backend makes
+CPU_DEVICES = "jax_num_cpu_devices"
+CPU_DEVICES_VARIABLE = "JAX_NUM_CPU_DEVICES"
+
+
+def use_cores(count: int | None = None) -> int:
+    """Have JAX's CPU backend make ``count`` devices, before JAX's first computation;
+    returns the devices it has.  ``count`` default: ``$JAX_NUM_CPU_DEVICES`` where set,
+    else one per core this process may run on, and where the backend has already started
+    (a program that computed before), the devices it started with.  A ValueError for a
+    count that is not a positive whole number, or a count given (or set in the
+    environment) once the backend has started with another."""
+    given = os.environ.get(CPU_DEVICES_VARIABLE, "").strip()
+    asked = count is not None or bool(given)
+    if count is None:
+        try:
+            count = int(given) if given else threads()
+        except ValueError:
+            raise ValueError(f"${CPU_DEVICES_VARIABLE} is {given!r}, not a whole number of "
+                             "CPU devices") from None
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"CPU devices: {count!r} is not a positive whole number")
+    if getattr(jax.config, CPU_DEVICES) == count:
+        return count
+    try:
+        jax.config.update(CPU_DEVICES, count)
+    except RuntimeError:  # the backend has started: its devices stay
+        have = len(jax.local_devices(backend="cpu"))
+        if asked and have != count:
+            raise ValueError(f"cannot make {count} CPU devices: JAX's CPU backend has "
+                             f"started with {have}") from None
+        return have
+    return count
+
+
+def cpu_devices() -> int:
+    """How many CPU devices :func:`neurd.neural.train.run_segment` shares the configurations
+    between: JAX's CPU devices where its default backend is a CPU, else 1."""
+    if jax.default_backend() != "cpu":
+        return 1
+    return len(jax.local_devices(backend="cpu"))
 
 
 def device_description() -> dict:
@@ -25,7 +75,8 @@ def device_description() -> dict:
             "jax": jax.__version__}
     if device.platform == "cpu":
         cpu = cpu_description()
-        info.update(cpu, device=f"{cpu['processor']}, {cpu['isa']}")
+        info.update(cpu, device=f"{cpu['processor']}, {cpu['isa']}",
+                    cpu_devices=cpu_devices())
     if device.platform == "gpu":
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",

@@ -51,6 +51,7 @@ from neurd import streams
 from neurd.games import CompiledGame
 from neurd.names import LEARNERS
 from neurd.neural import algorithms, layouts, losses, passes, sampler
+from neurd.neural.device import cpu_devices
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
@@ -348,6 +349,31 @@ def policy_table_rounding(spec: Spec, game: NeuralGame, policy: dict) -> jax.Arr
     return terms * UNIT_ROUNDOFF[spec.precision] * largest
 
 
+def by_core(function, *batched):
+    """``function(*batched)`` (pytrees batched on the configurations' leading axis), with
+    the configurations shared between the CPU's devices
+    (:func:`neurd.neural.device.cpu_devices`), each running its
+    share in one program of its own (``shard_map``): a cycle's operations are small, and one
+    configuration's on each core does more than each operation split between the cores.
+    The batch is padded to a multiple of the devices with copies of its first
+    configurations, which are dropped again.  Each configuration's arithmetic is the same
+    on any number of devices (its own operations; the products' shapes are per
+    configuration or per batch row): only XLA's choice of kernels for the smaller batch
+    can change float rounding."""
+    count = min(cpu_devices(), jax.tree_util.tree_leaves(batched)[0].shape[0])
+    if count <= 1:
+        return function(*batched)
+    n = jax.tree_util.tree_leaves(batched)[0].shape[0]
+    extra = -n % count
+    padded = jax.tree_util.tree_map(lambda x: jnp.concatenate([x, x[:extra]]), batched)
+    mesh = jax.sharding.Mesh(np.array(jax.local_devices(backend="cpu")[:count]),
+                             ("configurations",))
+    shared = jax.sharding.PartitionSpec("configurations")
+    out = jax.shard_map(function, mesh=mesh, in_specs=shared, out_specs=shared,
+                        check_vma=False)(*padded)
+    return jax.tree_util.tree_map(lambda x: x[:n], out)
+
+
 @partial(jax.jit, static_argnames=("spec",))
 def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: dict,
                 first_cycle, num_cycles, sign) -> dict:
@@ -377,24 +403,27 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     algorithm = jnp.concatenate([jnp.full((n,), spec.algorithms.index(a), jnp.int32)
                                  for a, n in zip(algorithms, sizes)])
 
-    def body(i, state):
-        cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
-        return cycle(spec, game, state, cycle_keys, eta, sign, algorithm)
+    def cycles(state, key, eta, algorithm):
+        def body(i, state):
+            cycle_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(key, first_cycle + i)
+            return cycle(spec, game, state, cycle_keys, eta, sign, algorithm)
 
-    if spec.unroll == 1:
-        state = jax.lax.fori_loop(0, num_cycles, body, state)
-    else:  # the loop's body holds spec.unroll cycles; the remainder, one at a time
-        def unrolled(j, state):
-            for u in range(spec.unroll):
-                state = body(j * spec.unroll + u, state)
-            return state
+        if spec.unroll == 1:
+            state = jax.lax.fori_loop(0, num_cycles, body, state)
+        else:  # the loop's body holds spec.unroll cycles; the remainder, one at a time
+            def unrolled(j, state):
+                for u in range(spec.unroll):
+                    state = body(j * spec.unroll + u, state)
+                return state
 
-        whole = num_cycles // spec.unroll
-        state = jax.lax.fori_loop(0, whole, unrolled, state)
-        state = jax.lax.fori_loop(whole * spec.unroll, num_cycles, body, state)
-    # each cycle computes the table it samples from; the last weights' table is made here
-    state = replace(state, table=masked_policy(every_state(spec, game, state.policy),
-                                               game.tree.legal))
+            whole = num_cycles // spec.unroll
+            state = jax.lax.fori_loop(0, whole, unrolled, state)
+            state = jax.lax.fori_loop(whole * spec.unroll, num_cycles, body, state)
+        # each cycle computes the table it samples from; the last weights' table is made here
+        return replace(state, table=masked_policy(every_state(spec, game, state.policy),
+                                                  game.tree.legal))
+
+    state = by_core(cycles, state, key, eta, algorithm)
     return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
 
