@@ -96,3 +96,13 @@ def test_the_count_of_cpu_devices_is_checked(monkeypatch):
     monkeypatch.setenv(device.CPU_DEVICES_VARIABLE, str(have + 1))
     with pytest.raises(ValueError, match=f"started with {have}"):
         device.use_cores()
+
+
+def test_by_core_refuses_arrays_not_batched_alike():
+    """What is shared between devices must be batched on one leading axis, named by sizes."""
+    with pytest.raises(ValueError, match=r"sizes \[3, 4\]"):
+        train.by_core(lambda *a: a, np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match=r"sizes \[3, None\]"):
+        train.by_core(lambda *a: a, np.ones(3), np.float32(1.0))
+    assert np.array_equal(train.by_core(lambda a, b: a + b[:, 0], np.ones(3), np.ones((3, 2))),
+                          np.full(3, 2.0))

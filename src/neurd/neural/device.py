@@ -7,11 +7,11 @@ names the threads the process may use and the XLA flags in force, so that a user
 why two CPUs' numbers differ in float rounding, and the CPU devices the configurations were
 shared between (:func:`use_cores`).
 
-**Every core its configurations.**  A learning cycle is many small operations, and XLA
-splitting each between a CPU's cores gains little (a second core made a Goofspiel cycle
-about a fifth faster).  :func:`use_cores` has JAX's CPU backend make one device per core,
-and :func:`neurd.neural.train.run_segment` gives each device its share of the
-configurations, to run in a program of its own (bench/NEURAL.md measures both ways).
+**Every core its configurations.**  A learning cycle is many small operations, each too
+small for XLA to gain much by splitting it between a CPU's cores.  :func:`use_cores` has
+JAX's CPU backend make one device per core, and :func:`neurd.neural.train.run_segment`
+gives each device its share of the configurations, to run in a program of its own
+(``bench/cycle_rate.py`` measures both ways: its section of bench/NEURAL.md).
 """
 
 from __future__ import annotations

@@ -360,10 +360,14 @@ def by_core(function, *batched):
     on any number of devices (its own operations; the products' shapes are per
     configuration or per batch row): only XLA's choice of kernels for the smaller batch
     can change float rounding."""
-    count = min(cpu_devices(), jax.tree_util.tree_leaves(batched)[0].shape[0])
+    sizes = {leaf.shape[0] if leaf.ndim else None for leaf in jax.tree_util.tree_leaves(batched)}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(f"by_core: the arrays are not batched on one leading axis (sizes "
+                         f"{sorted(sizes, key=str)})")
+    (n,) = sizes
+    count = min(cpu_devices(), n)
     if count <= 1:
         return function(*batched)
-    n = jax.tree_util.tree_leaves(batched)[0].shape[0]
     extra = -n % count
     padded = jax.tree_util.tree_map(lambda x: jnp.concatenate([x, x[:extra]]), batched)
     mesh = jax.sharding.Mesh(np.array(jax.local_devices(backend="cpu")[:count]),
