@@ -14,6 +14,11 @@ published runs and of blocks in progress compute their blocks with.
 
 A test of minutes is marked ``long`` (every ``workflow`` and ``oldest`` test is): ``make
 test`` runs the others, ``make test-long`` these, ``make test-all`` both in one run.
+
+A test process computes on JAX's one CPU device, started here, so that a command run in the
+process (``cli.main(["neural-run", ...])``) keeps it: a job started as a process of its own
+makes one device per core, as a user's does (``neurd.neural.device.use_cores``;
+``tests/test_cpu_devices.py`` runs the configurations shared between devices).
 """
 
 import json
@@ -23,10 +28,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 import yaml
 
 from neurd.precision import float64 as _float64
+
+jax.devices()  # the backend starts with its one CPU device (see the module docstring)
 
 ROOT = Path(__file__).resolve().parents[1]
 
