@@ -24,6 +24,16 @@ from neurd import allocation
 from neurd.costs import Bytes, Throughput
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def neural_run_process(*args: str) -> None:
+    """``neurd neural-run`` in a process of its own, as an allocation's jobs run it (one CPU
+    device per core; the test process keeps its one): the block to compare theirs with."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    done = subprocess.run([sys.executable, "-m", "neurd.cli", "neural-run", *args], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
 PAPER = {"games": ["kuhn", "leduc", "goofspiel"], "algorithms": ["neurd", "spg"],
          "entropies": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0], "seeds": 40, "phases": 3,
          "phase_iterations": {"kuhn": 330000, "leduc": 330000, "goofspiel": 330000},
@@ -428,7 +438,7 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     resumes it from the publication: the block that finishes is the block run whole."""
     import pandas as pd
 
-    from neurd import cli, publication
+    from neurd import publication
     from neurd.tables import read_metadata
 
     bench = _bench()
@@ -473,11 +483,11 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     report, (finished, stopped) = allocate(resumed, 600)
     assert len(finished) == 1 and not stopped, report.data["jobs"]
     whole = tmp_path / "whole"
-    assert cli.main(["neural-run", "--config", str(results / "config/neural.json"), "--game",
-                     "kuhn", "--critic", "learned", "--seeds", "0-0", "--compiled",
-                     str(results / "neural/kuhn/game.npz"), "--curves",
-                     str(whole / "curves.parquet"), "--policies",
-                     str(whole / "policies.parquet")]) == 0
+    neural_run_process("--config", str(results / "config/neural.json"), "--game", "kuhn",
+                       "--critic", "learned", "--seeds", "0-0", "--compiled",
+                       str(results / "neural/kuhn/game.npz"), "--curves",
+                       str(whole / "curves.parquet"), "--policies",
+                       str(whole / "policies.parquet"))
     for name in ("curves.parquet", "policies.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(finished[0] / name),
                                       pd.read_parquet(whole / name), check_exact=True)

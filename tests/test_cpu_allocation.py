@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_allocation import PAPER  # the paper config's neural keys the plans read
+from test_allocation import (
+    PAPER,  # the paper config's neural keys the plans read
+    neural_run_process,
+)
 
 from neurd import allocation
 from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS, InProgress
@@ -270,7 +273,6 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     whole, every piece naming this processor, its instruction set and the variant it ran."""
     import pandas as pd
 
-    from neurd import cli
 
     root, cfg, cpu = small
     start = time.monotonic()
@@ -318,11 +320,11 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     assert [j["status"] for j in report["jobs"]] == ["finished"], report["jobs"]
     block = root / "work/run/neural/kuhn/blocks/learned_s0-1"
     whole = root / "whole"
-    assert cli.main(["neural-run", "--config", str(root / "results/config/neural.json"),
-                     "--game", "kuhn", "--critic", "learned", "--seeds", "0-1", "--compiled",
-                     str(root / "results/neural/kuhn/game.npz"), "--curves",
-                     str(whole / "curves.parquet"), "--policies",
-                     str(whole / "policies.parquet")]) == 0
+    neural_run_process("--config", str(root / "results/config/neural.json"), "--game", "kuhn",
+                       "--critic", "learned", "--seeds", "0-1", "--compiled",
+                       str(root / "results/neural/kuhn/game.npz"), "--curves",
+                       str(whole / "curves.parquet"), "--policies",
+                       str(whole / "policies.parquet"))
     for name in ("curves.parquet", "policies.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(block / name),
                                       pd.read_parquet(whole / name), check_exact=True)
