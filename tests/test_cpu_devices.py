@@ -77,9 +77,17 @@ def test_configurations_shared_between_cpu_devices_give_one_devices_numbers(tmp_
 
 
 def test_the_count_of_cpu_devices_is_checked(monkeypatch):
-    """Counts that are not positive whole numbers are refused by name, a count asked once the
-    backend has started with another is refused, and the default then keeps what it has."""
-    for bad in (0, -1, True, 2.5, "2", None):
+    """Counts that are not positive whole numbers, or past the most a job may make, are refused
+    by name (from the environment too), a count asked once the backend has started with
+    another is refused, and the default then keeps what it has."""
+    for huge in (device.MAX_CPU_DEVICES + 1, 10**9, 2**63):
+        with pytest.raises(ValueError, match=f"{huge} is more than {device.MAX_CPU_DEVICES}"):
+            device.use_cores(huge)
+    monkeypatch.setenv(device.CPU_DEVICES_VARIABLE, str(10**9))
+    with pytest.raises(ValueError, match=f"{10**9} is more than"):
+        device.use_cores()
+    monkeypatch.delenv(device.CPU_DEVICES_VARIABLE)
+    for bad in (0, -1, True, 2.5, float("nan"), float("inf"), "2", None):
         if bad is None:
             monkeypatch.setenv(device.CPU_DEVICES_VARIABLE, "two")
             with pytest.raises(ValueError, match="JAX_NUM_CPU_DEVICES is 'two'"):

@@ -26,6 +26,9 @@ from neurd.machine import cpu_description, threads
 # JAX's own setting (and its environment variable): the devices its CPU backend makes
 CPU_DEVICES = "jax_num_cpu_devices"
 CPU_DEVICES_VARIABLE = "JAX_NUM_CPU_DEVICES"
+# The most CPU devices a job may ask for: far above any processor's cores (a device past the
+# cores only queues), low enough that a mistyped count is refused before JAX makes it
+MAX_CPU_DEVICES = 1024
 
 
 def use_cores(count: int | None = None) -> int:
@@ -33,8 +36,8 @@ def use_cores(count: int | None = None) -> int:
     returns the devices it has.  ``count`` default: ``$JAX_NUM_CPU_DEVICES`` where set,
     else one per core this process may run on, and where the backend has already started
     (a program that computed before), the devices it started with.  A ValueError for a
-    count that is not a positive whole number, or a count given (or set in the
-    environment) once the backend has started with another."""
+    count that is not a whole number from 1 to :data:`MAX_CPU_DEVICES`, or a count given
+    (or set in the environment) once the backend has started with another."""
     given = os.environ.get(CPU_DEVICES_VARIABLE, "").strip()
     asked = count is not None or bool(given)
     if count is None:
@@ -45,6 +48,9 @@ def use_cores(count: int | None = None) -> int:
                              "CPU devices") from None
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"CPU devices: {count!r} is not a positive whole number")
+    if count > MAX_CPU_DEVICES:
+        raise ValueError(f"CPU devices: {count} is more than {MAX_CPU_DEVICES}, the most a "
+                         "job may make")
     if getattr(jax.config, CPU_DEVICES) == count:
         return count
     try:
