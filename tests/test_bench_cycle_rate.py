@@ -1,0 +1,79 @@
+"""bench/cycle_rate.py: the cycle's share of the product rate, its section of bench/NEURAL.md,
+and the reading there that quotes it."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NEURAL = ROOT / "bench" / "NEURAL.md"
+
+
+@pytest.fixture(scope="module")
+def cycle_rate():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import cycle_rate
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return cycle_rate
+
+
+def _table(text: str, heading: str) -> list[dict]:
+    """The rows of the first table under ``heading``, by the table's own column names."""
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    names = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(names, (c.strip() for c in line.strip("|").split("|"))))
+            for line in lines[2:]]
+
+
+def test_a_kuhn_cycle_is_measured_into_its_section(cycle_rate, tmp_path):
+    out = tmp_path / "NEURAL.md"
+    out.write_text("# before\n\n## Another section\n\nkept\n")
+    assert cycle_rate.main(["--games", "kuhn", "--configurations", "12", "--rounds", "1",
+                            "--seconds", "0.2", "--isas", "native", "--devices", "1",
+                            "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## Another section\n\nkept" in text
+    (row,) = _table(text, cycle_rate.HEADING)
+    assert (row["game"], row["N"], row["CPU devices"]) == ("kuhn", "12", "1")
+    ms, share = float(row["ms/cycle"]), float(row["share"].rstrip("%"))
+    assert ms > 0 and 0 < share <= 100
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--devices", "0"], "not a positive number"),
+    (["--devices", "two"], "not numbers or 'cores'"),
+    (["--configurations", "13"], "not a positive multiple of 12"),
+    (["--rounds", "0"], "--rounds must be at least 1"),
+    (["--seconds", "nan"], "--seconds positive"),
+])
+def test_bad_arguments_are_refused(cycle_rate, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        cycle_rate.main(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_the_reading_quotes_the_table_above_it(cycle_rate):
+    """The reading's Goofspiel numbers (ms a cycle on one device and on one per core, and the
+    share then) are the ranges of the measured table's rows, as they print there."""
+    text = NEURAL.read_text()
+    rows = [r for r in _table(text, cycle_rate.HEADING) if r["game"] == "goofspiel"]
+    by_count = {}
+    for r in rows:
+        by_count.setdefault(int(r["CPU devices"]), []).append(r)
+    one, most = by_count[1], by_count[max(by_count)]
+    assert max(by_count) > 1, "the table has no row on one device per core"
+
+    def spread(rows, column):
+        values = [float(r[column].rstrip("%")) for r in rows]
+        return f"{min(values):.0f}-{max(values):.0f}"
+
+    quoted = re.search(r"takes Goofspiel's cycle there from (\d+-\d+) ms\s+to (\d+-\d+) ms,"
+                       r"\s+to (\d+-\d+)% of the product rate", text)
+    assert quoted, "the reading's sentence quoting the table is not found"
+    assert quoted.groups() == (spread(one, "ms/cycle"), spread(most, "ms/cycle"),
+                               spread(most, "share"))
