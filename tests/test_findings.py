@@ -51,8 +51,9 @@ QUOTES = [
     ("So its average NashConv (1.69 vs 1.56)", "goofspiel", "average NashConv", AVERAGE, 2),
     ("its entropy sensitivity (0.39 vs 0.03)", "goofspiel", "less sensitive", SPREAD, 2),
 ]
-# A number of the page, or a range "low-high" of the values seen across CPU models.
-QUOTED = re.compile(r"(?<![\d.\w])(-?\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?")
+# A number of the page, or a range of the values seen across CPU models: "low-high", or
+# "low to high" where the high end is negative too
+QUOTED = re.compile(r"(?<![\d.\w])(-?\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?)| to (-?\d+(?:\.\d+)?))?")
 
 
 def _page() -> str:
@@ -69,7 +70,7 @@ def _half_unit(text: str) -> float:
 
 def quoted_numbers(quote: str) -> list[tuple[str, str]]:
     """Each number of a quote as (low, high) text (equal for a single number)."""
-    return [(low, high or low) for low, high in QUOTED.findall(quote)]
+    return [(low, high or negative or low) for low, high, negative in QUOTED.findall(quote)]
 
 
 def agrees(run_text: str, low: str, high: str) -> bool:
@@ -94,6 +95,8 @@ def test_the_reading_of_a_quote():
     assert quoted_numbers("(2.69-2.83 vs 3.82; [-0.011, 0.018], 95% CI)") == [
         ("2.69", "2.83"), ("3.82", "3.82"), ("-0.011", "-0.011"), ("0.018", "0.018"),
         ("95", "95")]
+    assert quoted_numbers("[-0.016 to -0.015, 0.015-0.019]") == [("-0.016", "-0.015"),
+                                                                  ("0.015", "0.019")]
     assert agrees("2.75", "2.69", "2.83") and not agrees("2.85", "2.69", "2.83")
     assert agrees("0.23", "0.230", "0.230") and not agrees("0.236", "0.230", "0.230")
     assert agrees("0.408", "0.38", "0.408") and not agrees("0.36", "0.38", "0.408")
@@ -158,3 +161,67 @@ def test_a_publication_with_seeds_is_judged_claim_by_claim(tmp_path):
     assert cli.main(["published-findings", str(ROOT / "published/smoke"), "--page",
                      str(page)]) != 0
     assert page.read_text() == "no marks here\n"
+
+
+# The README's verdict counts: "holds **65 claims: 50-51 pass, ...** (Figs 1-5: 41 pass, ...;
+# Fig 6: 9-10 pass, ...: ...": each count a number or a range over the CPUs measured
+COUNTS = re.compile(r"holds \*\*(\d+) claims: ([^*]+)\*\* \(Figs 1-5: ([^;]+); Fig 6: "
+                    r"([^:]+):")
+VERDICT = re.compile(r"(\d+)(?:-(\d+))? (pass|fail|differs?|tie|unmeasured)\b")
+
+
+def verdict_counts(text: str) -> dict[str, tuple[int, int]]:
+    """``{verdict: (low, high)}`` of a list such as ``50-51 pass, 7 fail, 3 differ``."""
+    found = {}
+    for low, high, verdict in VERDICT.findall(text):
+        found["differs" if verdict == "differ" else verdict] = (int(low), int(high or low))
+    return found
+
+
+def _readme_counts():
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    found = COUNTS.search(readme)
+    assert found, "the README no longer states its verdict counts as the test reads them"
+    claims, total, early, fig6 = found.groups()
+    return int(claims), *(verdict_counts(part) for part in (total, early, fig6))
+
+
+def test_the_verdict_counts_add_up_and_the_pages_agree():
+    """The README's total is Figs 1-5's and Fig 6's counts added, the ranges' ends alike, and
+    can hold its number of claims; docs/findings.md's Fig 6 audit says the README's."""
+    claims, total, early, fig6 = _readme_counts()
+    for verdict in set(total) | set(early) | set(fig6):
+        parts = [part.get(verdict, (0, 0)) for part in (early, fig6)]
+        assert total.get(verdict) == tuple(map(sum, zip(*parts))), verdict
+    assert sum(low for low, _ in total.values()) <= claims <= sum(h for _, h in total.values())
+    found = re.search(r"Audit: ([^(]+?) over the three games", _page())
+    assert found and verdict_counts(found.group(1)) == fig6, (
+        "docs/findings.md's Fig 6 audit counts are not the README's")
+    found = re.search(r"it has (\d+) claims: ([^(]+) \(Figs 1-5: ([^;]+); Fig 6: ([^:]+):",
+                      _page())
+    assert found, "docs/findings.md no longer states its verdict counts as the test reads them"
+    assert (int(found.group(1)), *(verdict_counts(part) for part in found.groups()[1:])) == (
+        claims, total, early, fig6), "docs/findings.md's verdict counts are not the README's"
+
+
+@pytest.mark.skipif(not (_run_folder() / "fig6.csv").is_file(),
+                    reason="no finished default-scale run in results/ (make figures) or "
+                           "NEURD_AUDIT_DIR")
+def test_the_readmes_verdict_counts_are_the_runs():
+    """The run's claims audit has the README's number of claims, and each verdict's count in
+    Figs 1-5 and in Fig 6 lies in the README's range for it."""
+    claims, _, early, fig6 = _readme_counts()
+    tables = {path.stem: pd.read_csv(path, dtype=str, keep_default_na=False)
+              for path in _run_folder().glob("fig*.csv") if path.stem != "fig6_paper"}
+    run_early = pd.concat([t for name, t in tables.items() if name != "fig6"]).verdict
+    wrong = []
+    for label, verdicts, stated in (("Figs 1-5", run_early, early),
+                                    ("Fig 6", tables["fig6"].verdict, fig6)):
+        counts = verdicts.value_counts().to_dict()
+        for verdict in set(counts) | set(stated):
+            low, high = stated.get(verdict, (0, 0))
+            if not low <= counts.get(verdict, 0) <= high:
+                wrong.append(f"{label} {verdict}: the run has {counts.get(verdict, 0)}, the "
+                             f"README {low if low == high else f'{low}-{high}'}")
+    assert not wrong, "the README's verdict counts are not this run's:\n" + "\n".join(wrong)
+    assert claims == sum(len(t) for t in tables.values())
