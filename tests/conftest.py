@@ -21,6 +21,7 @@ makes one device per core, as a user's does (``neurd.neural.device.use_cores``;
 ``tests/test_cpu_devices.py`` runs the configurations shared between devices).
 """
 
+import importlib
 import json
 import os
 import shutil
@@ -37,6 +38,20 @@ from neurd.precision import float64 as _float64
 jax.devices()  # the backend starts with its one CPU device (see the module docstring)
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def bench_script():
+    """``bench_script(name)``: the script ``bench/<name>.py`` imported as a module (the
+    helpers beside it importable while it loads)."""
+    def load(name: str):
+        sys.path.insert(0, str(ROOT / "bench"))
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.path.remove(str(ROOT / "bench"))
+
+    return load
 
 # 2 entropy levels, 3 seeds (one batch), 3 phases of 8 iterations, 1 + 2 checkpoints a phase
 TINY_KUHN = {"games": ["kuhn"], "entropies": [0.0, 0.1], "seeds": 3, "seeds_per_job": 3,

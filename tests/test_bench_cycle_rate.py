@@ -2,7 +2,6 @@
 and the reading there that quotes it."""
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,8 @@ NEURAL = ROOT / "bench" / "NEURAL.md"
 
 
 @pytest.fixture(scope="module")
-def cycle_rate():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import cycle_rate
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return cycle_rate
+def cycle_rate(bench_script):
+    return bench_script("cycle_rate")
 
 
 def _table(text: str, heading: str) -> list[dict]:

@@ -1,21 +1,11 @@
 """bench/profile_cycle.py: a cycle's XLA operations, read from JAX's profiler and the HLO."""
 
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def profile_cycle():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import profile_cycle
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return profile_cycle
+def profile_cycle(bench_script):
+    return bench_script("profile_cycle")
 
 
 HLO = "\n".join([
