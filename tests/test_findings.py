@@ -108,9 +108,13 @@ def _run_folder() -> Path:
     return Path(os.environ.get("NEURD_AUDIT_DIR", ROOT / "results")) / "audit"
 
 
-@pytest.mark.skipif(not (_run_folder() / "fig6.csv").is_file(),
-                    reason="no finished default-scale run in results/ (make figures) or "
-                           "NEURD_AUDIT_DIR")
+# the tests that check a finished default-scale run
+needs_run = pytest.mark.skipif(not (_run_folder() / "fig6.csv").is_file(),
+                               reason="no finished default-scale run in results/ (make "
+                                      "figures) or NEURD_AUDIT_DIR")
+
+
+@needs_run
 def test_the_quoted_numbers_are_the_runs():
     frame = pd.read_csv(_run_folder() / "fig6.csv", dtype=str, keep_default_na=False)
     assert frame.measured.str.contains("default scale:").all(), (
@@ -206,9 +210,7 @@ def test_the_verdict_counts_add_up_and_the_pages_agree():
         claims, total, early, fig6), "docs/findings.md's verdict counts are not the README's"
 
 
-@pytest.mark.skipif(not (_run_folder() / "fig6.csv").is_file(),
-                    reason="no finished default-scale run in results/ (make figures) or "
-                           "NEURD_AUDIT_DIR")
+@needs_run
 def test_the_readmes_verdict_counts_are_the_runs():
     """The run's claims audit has the README's number of claims, and each verdict's count in
     Figs 1-5 and in Fig 6 lies in the README's range for it."""
