@@ -291,18 +291,25 @@ def test_a_profile_too_large_to_come_back_keeps_its_xplane_files(tmp_path):
 def smoke_inputs(tmp_path_factory):
     """What `make gpu-allocation-inputs` gives an allocation, for the smoke config: its neural
     snapshot and compiled game, and an empty publication of it."""
-    from neurd import games, publication
     from neurd.config import load_snapshot
 
     root = tmp_path_factory.mktemp("inputs")
     cfg = load_snapshot(ROOT / "published/smoke/config/neural.json")
+    write_inputs(root, cfg, root / "published/smoke")
+    return root, cfg
+
+
+def write_inputs(root: Path, cfg: dict, published: Path) -> None:
+    """An allocation's inputs under ``root/results`` (the neural snapshot ``cfg`` and its
+    compiled Kuhn), and an empty publication of ``cfg`` in ``published``."""
+    from neurd import games, publication
+
     (root / "results/config").mkdir(parents=True)
     (root / "results/config/neural.json").write_text(json.dumps(cfg))
     (root / "results/neural/kuhn").mkdir(parents=True)
     games.save(games.compile_configured("kuhn", cfg["game_strings"], None, "neural"),
                root / "results/neural/kuhn/game.npz")
-    publication.init(root / "published/smoke", cfg)
-    return root, cfg
+    publication.init(published, cfg)
 
 
 def _allocate(root, minutes, out, *extra):

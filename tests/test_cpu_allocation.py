@@ -12,11 +12,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from test_allocation import (
     PAPER,  # the paper config's neural keys the plans read
     neural_run_process,
+    write_inputs,
 )
 
 from neurd import allocation
@@ -130,6 +132,82 @@ def test_blocks_in_progress_are_resumed_first():
     assert later and min(later) == 5
 
 
+@pytest.mark.parametrize("exact_done", [None, 0.4])
+def test_a_kuhn_group_cut_in_half_is_completed_first(exact_done):
+    """A Kuhn seed block whose learned critic finished (held in progress at its last row)
+    while its exact critic was cut (in progress) or never started comes first in the next
+    allocation: the held block (its start-up only), then the exact block resumed or started
+    afresh; no other block takes those seeds.  A GPU's plan completes the group too."""
+    held = [InProgress("kuhn", "learned", 9, 10, done=1.0)]
+    if exact_done is not None:
+        held.append(InProgress("kuhn", "exact", 9, 10, done=exact_done))
+    step = _plan(60.0 * 150, in_progress=held)
+    first, second = step.blocks[:2]
+    assert [(b.name, b.done_before, b.finishes) for b in (first, second)] == [
+        ("learned_s9-10", 1.0, True), ("exact_s9-10", exact_done or 0.0, True)]
+    assert first.predicted_seconds == pytest.approx(Throughput(_rows()).startup("kuhn"), abs=0.1)
+    throughput = Throughput(_rows())
+    rest = throughput.work(PAPER, "kuhn", "exact", 2, 1) * (1.0 - (exact_done or 0.0))
+    assert second.predicted_seconds == pytest.approx(rest + throughput.startup("kuhn"), abs=0.1)
+    later = [s for b in step.blocks[2:] if b.game == "kuhn" for s in range(b.first, b.last + 1)]
+    assert later and not {9, 10} & set(later)
+    assert allocation.in_progress_groups(PAPER, held)[1] == (
+        held[1] if exact_done is not None else InProgress("kuhn", "exact", 9, 10, done=0.0))
+    # a block of another seed range of the other critic in progress: not doubled
+    odd = [held[0], InProgress("kuhn", "exact", 10, 10, done=0.2)]
+    assert allocation.in_progress_groups(PAPER, odd) == odd
+    rows = [dict(r, parallel=1) for r in _rows(scale=0.05)]
+    gpu = allocation.schedule(PAPER, {"kuhn": list(range(9)) + list(range(11, 40)),
+                                      "leduc": list(range(40)), "goofspiel": list(range(40))},
+                              Throughput(rows), 8 * 60.0, 8 * 60.0, in_progress=held,
+                              bytes_=Bytes({g: 1e5 for g in MS}, {g: 1e5 for g in MS}))
+    planned = [(b.name, b.finishes) for step in gpu.allocations for b in step.blocks]
+    assert ("exact_s9-10", True) in planned and ("learned_s9-10", True) in planned
+    assert gpu.complete
+
+
+@pytest.mark.parametrize("exact", ["finished", "stopped", "not started"])
+def test_a_group_is_packed_finished_only_whole_else_held_in_progress(tmp_path, monkeypatch,
+                                                                   exact):
+    """The background allocation runs a Kuhn group's jobs stoppable, each keeping its state at
+    the end; the group's finished tables are packed only where both critics finished, else the
+    learned block that finished is held in progress (its state at the last row) beside the exact
+    block's state, if it has one."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
+    from allocating.background import Places
+
+    places = Places(SimpleNamespace(**{k: tmp_path / k for k in (
+        "results", "publication", "work", "out", "tables")}))
+    bg = cpu_run.Background(places, time.time() + 3600.0, 60.0)
+    calls = []
+
+    def fake_run_block(report, cfg, block, results, env, deadline, publication, variant,
+                       **keywords):
+        calls.append((block.name, keywords["may_stop"], keywords["keep_state"]))
+        tables, state = tmp_path / "tables" / block.name, tmp_path / "state" / block.name
+        status = "finished" if block.critic == "learned" else exact
+        if len(calls) > 2:
+            bg.stop.set()
+        record = {"block": f"kuhn/{block.name}", "status": status, "seconds": 1.0}
+        return dict(record, folder=tables if status == "finished" else None,
+                    state=None if status == "not started" else state)
+
+    monkeypatch.setattr(cpu_run, "run_block", fake_run_block)
+    monkeypatch.setattr(cpu_run, "repository_bytes", lambda results, cfg: BYTES)
+    cpu_run.run_blocks(bg, PAPER, _rows(), {})
+    learned, other = calls[0][0], calls[1][0]
+    assert learned.startswith("learned_s0-") and other == learned.replace("learned", "exact")
+    assert all(c[1:] == (True, True) for c in calls)  # stoppable, each keeping its state
+    if exact == "finished":
+        assert bg.finished[:2] == [tmp_path / "tables" / learned, tmp_path / "tables" / other]
+        assert bg.stopped == [] and len(calls) > 2  # and on to the next group
+    else:
+        assert bg.finished == [] and len(calls) == 2
+        assert bg.stopped == [tmp_path / "state" / learned] + (
+            [tmp_path / "state" / other] if exact == "stopped" else [])
+
+
 def test_the_tail_goes_to_a_block_in_progress_only_where_the_repository_has_room():
     """Time too short for any whole block ends with a one-seed block that continues in the next
     allocation, if its state fits beside every seed's finished block; else nothing is started
@@ -168,7 +246,6 @@ def small(tmp_path_factory):
     """The smoke config with one critic (a block may be split) and a Kuhn run of about half a
     minute, its game compiled, an empty publication, and a throughput table of this processor
     and code (so that no allocation measures)."""
-    from neurd import games, publication
     from neurd.config import load_snapshot
 
     sys.path.insert(0, str(ROOT / "bench"))
@@ -178,12 +255,7 @@ def small(tmp_path_factory):
     cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"),
                exact_critic_games=[])
     cfg["phase_iterations"] = dict(cfg["phase_iterations"], kuhn=40000)
-    (root / "results/config").mkdir(parents=True)
-    (root / "results/config/neural.json").write_text(json.dumps(cfg))
-    (root / "results/neural/kuhn").mkdir(parents=True)
-    games.save(games.compile_configured("kuhn", cfg["game_strings"], None, "neural"),
-               root / "results/neural/kuhn/game.npz")
-    publication.init(root / "published", cfg)
+    write_inputs(root, cfg, root / "published")
     from neurd.revision import source_hash
 
     cpu = cpu_run.processor()
@@ -252,8 +324,6 @@ def _wait(condition, seconds, what):
 
 
 def _publish(root, cfg, monkeypatch):
-    from types import SimpleNamespace
-
     from neurd.published_commands import _add  # the step `make publish-blocks` runs
 
     monkeypatch.setattr("neurd.published_commands._config_and_folder",
@@ -375,3 +445,75 @@ def test_a_measurement_beside_busy_work_is_seen_as_such():
                                         time.monotonic() - start)
     busy.wait()
     assert share > cpu_run.QUIET_CORES, share
+
+
+@pytest.mark.workflow
+def test_a_group_cut_in_half_is_held_published_and_completed(tmp_path, monkeypatch):
+    """A Kuhn seed whose learned block finished while its exact block was stopped (a group cut
+    by the deadline): the learned block, held at its last row, and the exact block's state are
+    packed and published in progress (no seed yet); the next allocation's plan takes the group
+    first, the held block writes its tables again at once (the same numbers) and the exact one
+    finishes; published, the seed is whole."""
+    import pandas as pd
+
+    from neurd.config import load_snapshot
+    from neurd.resume_states import state_folder
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from allocating import blocks as block_run  # bench/allocating/blocks.py
+    from allocating import cpu as cpu_run
+    from allocating.packs import pack_blocks
+    from allocating.report import Report
+
+    root = tmp_path
+    cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"))
+    cfg["phase_iterations"] = dict(cfg["phase_iterations"], kuhn=8000)
+    assert cfg["exact_critic_games"] == ["kuhn"]
+    write_inputs(root, cfg, root / "published")
+    results = root / "results"
+    env = dict(cpu_run.job_env(SimpleNamespace(work=root / "work")), NEURD_CHECKPOINT_MINUTES="0")
+    far = time.monotonic() + 600.0
+    learned = allocation.Block("kuhn", "learned", 0, 0, 0, 60.0)
+    run = root / "run"
+    record = block_run.run_block(Report(root / "out", 10.0), cfg, learned, results, env, far,
+                                 root / "published", "default", work=run, may_stop=True,
+                                 keep_state=True)
+    assert record["status"] == "finished" and record["state"] is not None, record
+    assert json.loads((record["state"] / "meta.json").read_text())["next_row"] > 2
+    held_curves = pd.read_parquet(record["folder"] / "curves.parquet")
+    exact_state = run / state_folder("kuhn", "exact_s0-0")
+    stopped = subprocess.run(
+        [sys.executable, "-m", "neurd.cli", "neural-run", "--config",
+         str(results / "config/neural.json"), "--game", "kuhn", "--critic", "exact", "--seeds",
+         "0-0", "--compiled", str(results / "neural/kuhn/game.npz"), "--curves",
+         str(root / "x/curves.parquet"), "--policies", str(root / "x/policies.parquet"),
+         "--checkpoint", str(exact_state), "--stop-after-minutes", "0.0001"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert stopped.returncode == block_run.EXIT_STOPPED, stopped.stderr[-2000:]
+    (exact_state / "run.log").write_text(stopped.stderr)
+    report = Report(root / "out", 10.0)
+    report.data.update(kind="cpu", date="2026-01-01")
+    pack_blocks(report, cfg, results, [], [record["state"], exact_state], work=run)
+    kuhn = _publish(root, cfg, monkeypatch)
+    assert kuhn["in_progress"] == ["exact_s0-0", "learned_s0-0"] and kuhn["seeds"] == []
+    assert "100%" in kuhn["progress"]["learned_s0-0"], kuhn["progress"]
+
+    in_progress, _ = block_run.published_progress(root / "published", cfg)
+    rows = [r for r in _rows() if r["game"] == "kuhn"]
+    step = next_allocation(cfg, {}, Throughput(rows), 3600.0, in_progress, BYTES)
+    first, second = step.blocks[:2]
+    assert (first.name, first.done_before) == ("learned_s0-0", 1.0)
+    assert second.name == "exact_s0-0" and 0 < second.done_before < 1
+    again = root / "again"
+    done = [block_run.run_block(Report(root / "out", 10.0), cfg, b, results, env, far,
+                                root / "published", "default", work=again, may_stop=True,
+                                keep_state=True) for b in (first, second)]
+    assert [d["status"] for d in done] == ["finished", "finished"], done
+    pd.testing.assert_frame_equal(pd.read_parquet(done[0]["folder"] / "curves.parquet"),
+                                  held_curves, check_exact=True)
+    for name in os.listdir(root / "out"):
+        (root / "out" / name).unlink()
+    pack_blocks(report, cfg, results, [d["folder"] for d in done], [], work=again)
+    kuhn = _publish(root, cfg, monkeypatch)
+    assert kuhn["seeds"] == [0] and not kuhn.get("in_progress")
+    assert sorted(kuhn["blocks"]) == ["exact_s0-0", "learned_s0-0"]

@@ -236,6 +236,29 @@ def test_an_empty_folder_is_used_and_removed_at_the_end(kuhn, reference, tmp_pat
         np.testing.assert_array_equal(results[key], reference[key], err_msg=key)
 
 
+def test_a_state_kept_at_the_end_gives_the_same_tables_without_a_cycle(kuhn, reference, stopped,
+                                                                        tmp_path, monkeypatch):
+    """``keep_state``: a job (here resumed from a stopped one) keeps its state at the last row
+    instead of removing it; run again with it, the job writes the uninterrupted run's tables
+    and the same pieces without one learning cycle (a finished block held in progress until the
+    other critic of its seeds finishes); asked without a folder, it is refused."""
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(stopped, folder)
+    first = experiment.run(kuhn, _plan(), checkpoint_path=folder, keep_state=True)
+    rows = len(reference["iteration"])
+    assert _meta(folder)["next_row"] == rows
+    monkeypatch.setattr(experiment, "_advance", lambda *a, **k: pytest.fail("a cycle ran"))
+    again = experiment.run(kuhn, _plan(), checkpoint_path=folder)
+    assert not folder.exists()  # without keep_state: removed at the end, as always
+    for results in (first, again):
+        for key in COMPARED:
+            np.testing.assert_array_equal(results[key], reference[key], err_msg=key)
+    assert again["pieces"] == first["pieces"]
+    assert [p["first_iteration"] for p in again["pieces"]] == [0, 4]
+    with pytest.raises(ValueError, match="needs a checkpoint path"):
+        experiment.run(kuhn, _plan(), keep_state=True)
+
+
 # --- altered after it was saved -----------------------------------------------------------
 
 

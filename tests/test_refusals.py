@@ -93,9 +93,11 @@ def test_a_bad_checkpoint_minutes_variable_is_named_and_harms_no_other_command(j
     assert other.returncode == 0, other.stderr
 
 
-def test_a_budget_without_a_checkpoint_is_refused_before_compute(job, computing):
-    run = _run(job, "--stop-after-minutes", "1")
-    _refused_before_compute(run, computing, "--stop-after-minutes needs --checkpoint")
+@pytest.mark.parametrize("flag", [("--stop-after-minutes", "1"), ("--keep-state",)])
+def test_a_budget_or_a_kept_state_without_a_checkpoint_is_refused_before_compute(job, computing,
+                                                                                 flag):
+    run = _run(job, *flag)
+    _refused_before_compute(run, computing, f"{flag[0]} needs --checkpoint")
     assert not (job / "out").exists()
 
 

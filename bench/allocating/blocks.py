@@ -71,12 +71,17 @@ def repository_bytes(results: Path, cfg: dict):
 
 def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
               hard_deadline: float, publication: Path, variant: str,
-              work: Path | None = None, stop: threading.Event | None = None) -> dict:
+              work: Path | None = None, stop: threading.Event | None = None,
+              may_stop: bool | None = None, keep_state: bool = False) -> dict:
     """Run one planned block (a published block in progress resumed from its state) in
     ``work`` (default ``results/allocation``); its record for the report, with ``folder`` (its
     tables) and ``state`` (its saved state).  The job is killed at ``hard_deadline`` or once
     ``stop`` is set; a job of one critic killed so comes back in progress from the state it
-    saved last (its checkpoint folder's, at most ``--checkpoint-minutes`` old)."""
+    saved last (its checkpoint folder's, at most ``--checkpoint-minutes`` old).
+    ``may_stop``: whether the job may be stopped with its state (default: where its game has
+    one critic); ``keep_state``: a job that finishes keeps its state at its last row too
+    (``state`` in the record), to be held in progress where another critic of its seeds does
+    not finish."""
     from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS
     from neurd.neural.runs import critics
     from neurd.resume_states import state_folder, to_checkpoint
@@ -87,10 +92,9 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
               "predicted_seconds": block.predicted_seconds}
     # a block that may stop (one critic) starts if a piece worth its start-up fits; one that
     # must finish (a seed is published with every critic at once), if all of it does
-    may_stop = len(critics(cfg, block.game)) == 1
-    needs = (block.predicted_seconds if not may_stop else
-             min(block.predicted_seconds, MIN_PIECE_SECONDS + SAVE_SECONDS + 60.0))
-    if needs > left:
+    may_stop = len(critics(cfg, block.game)) == 1 if may_stop is None else may_stop
+    if (needs := block.predicted_seconds if not may_stop else min(
+            block.predicted_seconds, MIN_PIECE_SECONDS + SAVE_SECONDS + 60.0)) > left:
         record["status"] = f"not started: needs {needs:.0f} s, {left:.0f} s left"
         return record
     folder = work / f"neural/{block.game}/blocks/{block.name}"
@@ -105,6 +109,7 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
                "--curves", str(folder / "curves.parquet"),
                "--policies", str(folder / "policies.parquet"),
                "--checkpoint", str(state), "--variant", variant]
+    command += ["--keep-state"] if keep_state else []
     if may_stop:
         budget = hard_deadline - time.monotonic() - SAVE_SECONDS
         command += ["--stop-after-minutes", f"{max(budget, 1.0) / 60:.4f}"]
@@ -132,9 +137,10 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
                         f"{last_error(folder / 'run.log')}")
     if not ok:
         record["log"] = (folder / "run.log").read_text()[-2000:]
-    if paused:
+    held = ok and keep_state and saved  # finished, its state kept at its last row
+    if paused or held:
         shutil.copyfile(folder / "run.log", state / "run.log")
-    return dict(record, folder=folder if ok else None, state=state if paused else None)
+    return dict(record, folder=folder if ok else None, state=state if paused or held else None)
 
 
 def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Path, platform: str,

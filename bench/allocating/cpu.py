@@ -247,9 +247,14 @@ def _state(bg: Background, cfg: dict, done: dict[str, list[int]], history: float
 def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
     """Plan, run the first block (every critic of its seeds), plan again, until the time is up
     or a block stops; the pace of each finished block against its prediction scales the next
-    predictions (within :data:`PACE_BOUNDS` of the table's)."""
+    predictions (within :data:`PACE_BOUNDS` of the table's).  Every job may be stopped with its
+    state; in a game of several critics each keeps its state at the end too, and where one
+    critic's block of the seeds does not finish, the blocks that did are held in progress at
+    their last row beside it (a seed is published with every critic), for the next allocation
+    to complete first."""
     from neurd.costs import Throughput
     from neurd.cpu_allocation import next_allocation
+    from neurd.neural.runs import critics
 
     throughput, sizes = Throughput(rows), repository_bytes(bg.places.results, cfg)
     done: dict[str, list[int]] = {}
@@ -277,7 +282,8 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
             bg.report.save()
             record = run_block(bg.report, cfg, block, bg.places.results, env,
                                      bg.deadline, bg.places.publication, "default",
-                                     work=bg.places.run, stop=bg.stop)
+                                     work=bg.places.run, stop=bg.stop, may_stop=True,
+                                     keep_state=len(critics(cfg, block.game)) > 1)
             bg.current = None
             bg.report.data["current"] = None
             records.append(record)
@@ -298,6 +304,7 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
                                * slowdown, PACE_BOUNDS[0]), PACE_BOUNDS[1])
             bg.report.data["finished"] = [str(f) for f in bg.finished]
             continue
+        # the blocks stopped with their state, and those that finished held at their last row
         states = [r.get("state") for r in records if r.get("state")]
         bg.stopped += states
         bg.report.data["stopped"] = [str(s) for s in bg.stopped]

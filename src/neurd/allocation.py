@@ -9,7 +9,9 @@ saved state comes back and is published as the game's **block in progress**
 (:mod:`neurd.resume_states`), and the next allocation resumes it first.  A
 game run with several critics (the exact critic beside the learned one) is an
 exception: a seed is published with every critic at once, so its blocks are
-planned only where all of them finish in the allocation.
+planned only where all of them finish in the allocation (a CPU allocation, which may be cut
+short, holds a finished block in progress until the other critics' blocks of its seeds come:
+:func:`in_progress_groups`).
 
 :func:`schedule` is a pure function of the config, the seeds already published,
 the blocks in progress, the measured throughput (ms per learning cycle of each
@@ -152,6 +154,26 @@ class Schedule:
                 self.gpu_seconds, self.history_bytes)
 
 
+def in_progress_groups(cfg: Mapping, in_progress: Sequence[InProgress]) -> list[InProgress]:
+    """The blocks in progress, each followed, in a game of several critics, by a block of
+    every other critic of its seeds that is not in progress (``done`` 0: started afresh) and
+    overlaps none that is: a seed is published with every critic of its game, so a block held
+    in progress (finished, or stopped) waits for the other critics' blocks of its seeds.  Each
+    group (a game's seeds ``first..last``) comes whole, its critics in the config's order."""
+    groups: dict[tuple, dict[str, InProgress]] = {}
+    for block in in_progress:
+        groups.setdefault((block.game, block.first, block.last), {})[block.critic] = block
+    out = []
+    for (game, first, last), held in groups.items():
+        for critic in critics(cfg, game):
+            if critic in held:
+                out.append(held[critic])
+            elif not any(b.game == game and b.critic == critic and b.first <= last
+                         and first <= b.last for b in in_progress):
+                out.append(InProgress(game, critic, first, last, done=0.0))
+    return out
+
+
 def open_seeds(cfg, game, published, in_progress) -> list[int]:
     taken = set(int(s) for s in published.get(game, ()))
     for block in in_progress:
@@ -178,7 +200,7 @@ def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job
     in :data:`GPU_ORDER` (the game a CPU cannot compute first; the seeds a CPU allocation has
     published are not among them)."""
     jobs = []
-    for block in in_progress:
+    for block in in_progress_groups(cfg, in_progress):
         work = throughput.work(cfg, block.game, block.critic, block.last - block.first + 1,
                                parallel)
         if work is None:

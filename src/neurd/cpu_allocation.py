@@ -22,6 +22,7 @@ from neurd.allocation import (
     Allocation,
     Block,
     InProgress,
+    in_progress_groups,
     open_seeds,
     seed_ranges,
 )
@@ -29,11 +30,13 @@ from neurd.costs import Bytes, Throughput
 from neurd.neural.runs import critics
 
 # A CPU computes the paper-scale run in the background while the project is worked on, one
-# job at a time, in the games' order (the cheapest first).  A block of a game run with several
-# critics must finish in the allocation that starts it (were the allocation cut short, all of it
-# would be lost), so it is kept to WHOLE_SECONDS where one seed allows; a block of one
-# critic saves its state every few minutes and may be stopped at any time, so its size is what
-# costs least per seed, within the time left.
+# job at a time, in the games' order (the cheapest first).  Every job saves its state every few
+# minutes and may be stopped at any time.  A seed of a game run with several critics is
+# published only once every critic's block of it has finished: a block whose partner did not
+# finish in the allocation is held in progress (a finished one at its last row) and the next
+# allocation completes the group first; so such a game's blocks are planned only where the
+# whole group fits, and kept to WHOLE_SECONDS where one seed allows, so that its seeds come in
+# soon.  A block of one critic's size is what costs least per seed, within the time left.
 ORDER = ("kuhn", "leduc", "goofspiel")
 BLOCK_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
 WHOLE_SECONDS = 10 * 60.0
@@ -83,14 +86,17 @@ def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]],
     the end, too short for any whole block, goes to a one-seed block of a game of one critic
     that continues in the next allocation, if its saved state fits in what the repository may
     still take beside every seed's finished block (``history_left``).  Every prediction is
-    multiplied by ``slowdown`` (the allocation's measured pace against the table's)."""
+    multiplied by ``slowdown`` (the allocation's measured pace against the table's).  A block
+    in progress of a game of several critics comes with the other critics' blocks of its seeds
+    (:func:`neurd.allocation.in_progress_groups`)."""
     bytes_ = bytes_ or Bytes({}, {})
     games = [g for g in order if g in cfg["games"]] + [g for g in cfg["games"] if g not in order]
     # what the seeds not yet published will add once finished, kept out of the states' room
     reserve = sum(bytes_.block.get(g, 0.0) * (int(cfg["seeds"]) - len(published.get(g, ())))
                   for g in games)
     filler = _Filler(cfg, throughput, bytes_, slowdown, float(seconds), history_left - reserve)
-    for block in sorted(in_progress, key=lambda b: games.index(b.game)):
+    for block in sorted(in_progress_groups(cfg, in_progress),
+                        key=lambda b: games.index(b.game)):
         filler.resume(block)
     for game in games:
         filler.fill(game, open_seeds(cfg, game, published, in_progress))

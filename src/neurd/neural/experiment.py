@@ -290,7 +290,7 @@ def _check_pace(max_seconds: float | None, elapsed: float, seconds_per_iteration
 def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_seconds=300.0,
         identity: dict | None = None, stop_after_seconds: float | None = None,
         revision: str = "unknown", variant: str = "default",
-        max_seconds: float | None = None) -> dict:
+        max_seconds: float | None = None, keep_state: bool = False) -> dict:
     """Run every configuration of ``plan``; return the result arrays.
 
     Keys: ``nash_conv``, ``critic_rmse``, ``blocked``, ``critic_loss``,
@@ -320,8 +320,12 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     is raised (run again to resume: the tables come out identical).
     ``max_seconds``: the longest the job may take; once the first timed segment gives its
     pace, a job whose estimated time is longer raises :class:`TooLong` with the estimate.
+    ``keep_state``: at the end, the state is saved to ``checkpoint_path`` at its last row
+    instead of removed (a finished job held until the other critics of its seeds finish: run
+    again with it, the job writes the same tables at once, without a learning cycle).
     """
     check_plan(plan)  # before anything compiles: the config's schema, the config's words
+    _needs_a_folder(checkpoint_path, stop_after_seconds, keep_state)
     started = time.monotonic()
     job, states, results = _setup(compiled, plan)
     saver = Checkpoint(checkpoint_path, identity or {})
@@ -345,8 +349,6 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         if (stop_after_seconds is not None and row > first_row and seconds_per_iteration
                 and time.monotonic() - started + 1.2 * (target - done) * seconds_per_iteration
                 + 5.0 > stop_after_seconds):
-            if checkpoint_path is None:
-                raise ValueError("a wall-time budget needs a checkpoint path")
             saver.save(states, row, results,
                        pieces + [_piece_so_far(piece, done, started, job.configs)])
             raise Stopped(f"stopped at iteration {done} of {int(job.iterations[-1])} after "
@@ -375,8 +377,29 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
             saver.save(states, row + 1, results,
                        pieces + [_piece_so_far(piece, done, started, job.configs)])
             last_save = time.monotonic()
-    saver.remove()
-    return _outcome(job, results, pieces + [_piece_so_far(piece, done, started, job.configs)])
+    if first_row < len(job.iterations):  # this process worked on the job
+        pieces = pieces + [_piece_so_far(piece, done, started, job.configs)]
+    return _finish(saver, job, states, results, pieces, keep_state)
+
+
+def _needs_a_folder(checkpoint_path, stop_after_seconds: float | None, keep_state: bool) -> None:
+    """A wall-time budget and a state kept at the end need a checkpoint folder (refused
+    before any compute)."""
+    if checkpoint_path is None and stop_after_seconds is not None:
+        raise ValueError("a wall-time budget needs a checkpoint path")
+    if checkpoint_path is None and keep_state:
+        raise ValueError("keeping the state at the end needs a checkpoint path")
+
+
+def _finish(saver: Checkpoint, job: _Job, states: list, results: dict, pieces: list,
+            keep_state: bool) -> dict:
+    """The finished job's outcome; its state saved at the last row (``keep_state``: held
+    until the other critics of its seeds finish) or removed."""
+    if keep_state:
+        saver.save(states, len(job.iterations), results, pieces)
+    else:
+        saver.remove()
+    return _outcome(job, results, pieces)
 
 
 def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, folder) -> dict:

@@ -209,6 +209,8 @@ def _check_run_arguments(args):
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise ConfigError(f"--stop-after-minutes must be a positive number "
                           f"of minutes, got {minutes}")
+    if args.keep_state and args.checkpoint is None:
+        raise ConfigError("--keep-state needs --checkpoint (where the state is kept)")
     if minutes is not None and args.checkpoint is None:
         raise ConfigError("--stop-after-minutes needs --checkpoint (where the "
                           "state is saved when the budget runs out)")
@@ -255,6 +257,7 @@ def _run_step(args, cfg) -> None:
         results = experiment.run(compiled, job, checkpoint_path=args.checkpoint,
                                  checkpoint_seconds=60.0 * args.checkpoint_minutes,
                                  identity=identity, stop_after_seconds=budget,
+                                 keep_state=args.keep_state,
                                  variant=variants.resolved_name(variant),
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
@@ -352,6 +355,11 @@ def register(stage: Stage, sub) -> None:
                         f"state to --checkpoint and exit with status {EXIT_STOPPED}; run the "
                         "same command again (on this or another machine, with the checkpoint "
                         "folder) to resume")
+    p.add_argument("--keep-state", action="store_true",
+                   help="at the end, keep the state (at its last row) in --checkpoint instead "
+                        "of removing it: a finished job held in progress until the other "
+                        "critics of its seeds finish; run again with it, the job writes the "
+                        "same tables without a learning cycle")
 
     p = stage.add_step(sub, "neural-table", "Fig 6 tables of one game from its jobs",
                        _table_step)
