@@ -35,11 +35,9 @@ from neurd.neural.runs import critics
 # published only once every critic's block of it has finished: a block whose partner did not
 # finish in the allocation is held in progress (a finished one at its last row) and the next
 # allocation completes the group first; so such a game's blocks are planned only where the
-# whole group fits, and kept to WHOLE_SECONDS where one seed allows, so that its seeds come in
-# soon.  A block of one critic's size is what costs least per seed, within the time left.
+# whole group fits.  A block's size is what costs least per seed, within the time left.
 ORDER = ("kuhn", "leduc", "goofspiel")
 BLOCK_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
-WHOLE_SECONDS = 10 * 60.0
 
 
 def block_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
@@ -58,19 +56,15 @@ def block_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
 def block_size(cfg: Mapping, throughput: Throughput, game: str, n_open: int,
                seconds: float, slowdown: float = 1.0) -> int | None:
     """Seeds per block of ``game`` on this CPU: of :data:`BLOCK_SIZES` up to ``n_open`` (the
-    game's open seeds), the measured size of the fewest predicted seconds per seed among those
-    that fit in ``seconds`` (and, for a game of several critics, in :data:`WHOLE_SECONDS`,
-    or where one seed takes longer, in one seed's time); one seed where none fits; None where
-    one seed is not measured."""
+    game's open seeds), the measured size of the fewest predicted seconds per seed (every
+    critic's) among those that fit in ``seconds``; one seed where none fits; None where one
+    seed is not measured."""
     sizes = [s for s in BLOCK_SIZES if s <= max(n_open, 1)]
     priced = {s: block_seconds(cfg, throughput, game, s, slowdown) for s in sizes}
     priced = {s: t for s, t in priced.items() if t is not None}
     if 1 not in priced:
         return None
-    limit = seconds
-    if len(critics(cfg, game)) > 1:
-        limit = min(seconds, max(WHOLE_SECONDS, priced[1]))
-    fitting = [s for s, t in priced.items() if t <= limit]
+    fitting = [s for s, t in priced.items() if t <= seconds]
     return min(fitting, key=lambda s: (priced[s] / s, -s)) if fitting else 1
 
 
