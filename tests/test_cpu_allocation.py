@@ -514,3 +514,7 @@ def test_a_group_cut_in_half_is_held_published_and_completed(tmp_path, monkeypat
     kuhn = _publish(root, cfg, monkeypatch)
     assert kuhn["seeds"] == [0] and not kuhn.get("in_progress")
     assert sorted(kuhn["blocks"]) == ["exact_s0-0", "learned_s0-0"]
+    for name, devices in (("learned_s0-0", None), ("exact_s0-0", 1)):  # the exact: one device
+        provenance = json.loads((root / f"published/neural/kuhn/blocks/{name}/"
+                                 "provenance.json").read_text())
+        assert all(p["cpu_devices"] == (devices or p["threads"]) for p in provenance["pieces"])

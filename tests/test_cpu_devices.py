@@ -114,3 +114,15 @@ def test_by_core_refuses_arrays_not_batched_alike():
         train.by_core(lambda *a: a, np.ones(3), np.float32(1.0))
     assert np.array_equal(train.by_core(lambda a, b: a + b[:, 0], np.ones(3), np.ones((3, 2))),
                           np.full(3, 2.0))
+
+
+def test_an_exact_critic_job_makes_one_cpu_device(monkeypatch):
+    """A job of the exact critic asks for one CPU device (its cycle's tiny operations run
+    slower shared between devices), the learned critic's for one per core; the environment's
+    count, where set, for either; a critic that is neither is refused by name."""
+    monkeypatch.delenv(device.CPU_DEVICES_VARIABLE, raising=False)
+    assert device.job_devices("exact") == 1 and device.job_devices("learned") is None
+    monkeypatch.setenv(device.CPU_DEVICES_VARIABLE, "3")
+    assert device.job_devices("exact") is None and device.job_devices("learned") is None
+    with pytest.raises(ValueError, match="'tabular' is not"):
+        device.job_devices("tabular")

@@ -112,7 +112,8 @@ def others_share(busy_before: float | None, children_before: float, wall: float)
 def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
             stop_event: threading.Event) -> list[dict]:
     """ms per cycle, checkpoint seconds and start-up of every game and critic at
-    :data:`SIZES`, one program at a time (a worker per game, Kuhn first); each row says how
+    :data:`SIZES`, one program at a time (a worker per game and critic, Kuhn first, on the
+    CPU devices its jobs make: :func:`neurd.neural.device.job_devices`); each row says how
     many cores other processes kept busy meanwhile (``others_cores``)."""
     import resource
 
@@ -123,9 +124,9 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
     folder = places.work / "measure"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    for game in [g for g in ORDER if g in cfg["games"]]:
-        cells = [f"{game}:{c}:{n}" for c in critics(cfg, game) for n in SIZES]
-        out = folder / f"{game}.json"
+    for game, critic in [(g, c) for g in ORDER if g in cfg["games"] for c in critics(cfg, g)]:
+        cells = [f"{game}:{critic}:{n}" for n in SIZES]
+        out = folder / f"{game}-{critic}.json"
         command = [sys.executable, str(ROOT / "bench" / "gpu_allocation.py"), "worker",
                    "--games", str(places.results / "neural"), "--out", str(out),
                    "--evaluation", "--cycles-times-n",
@@ -133,7 +134,7 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         before, children, started = busy_seconds(), usage.ru_utime + usage.ru_stime, \
             time.monotonic()
-        with open(folder / f"{game}.log", "w") as log:
+        with open(folder / f"{game}-{critic}.log", "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
             while process.poll() is None:
                 if time.monotonic() > deadline or stop_event.is_set():
@@ -145,7 +146,7 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
             row.update(code="this", parallel=1, startup_seconds=row["first_segment_seconds"],
                        others_cores=None if share is None else round(share, 3))
         rows += got
-        report.step("measure", game=game, cells=len(got), of=len(cells),
+        report.step("measure", game=game, critic=critic, cells=len(got), of=len(cells),
                     others_cores=None if share is None else round(share, 2))
         if len(got) < len(cells):
             break

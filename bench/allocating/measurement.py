@@ -36,7 +36,11 @@ def worker(args) -> int:
 
     from neurd import games
     from neurd.neural import train
+    from neurd.neural.device import cpu_devices, job_devices, use_cores
 
+    critics_timed = {cell.split(":")[1] for cell in args.cells}
+    if os.environ.get("JAX_PLATFORMS") == "cpu" and len(critics_timed) == 1:
+        use_cores(job_devices(critics_timed.pop()))  # the CPU devices its jobs make
     rows = []
     out = Path(args.out)
     save_rows(out, rows)
@@ -57,6 +61,7 @@ def worker(args) -> int:
             return 0
         row = {"game": name, "critic": critic, "configurations": int(n),
                "parallel": args.parallel, "variant": args.variant,
+               "cpu_devices": cpu_devices(),
                "first_segment_seconds": round(timed.setup_seconds + timed.first_seconds, 2)}
         if not args.compile_only:
             row["ms_per_cycle"] = round(1e3 * min(timed.seconds) / count, 4)

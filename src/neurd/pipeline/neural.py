@@ -233,11 +233,12 @@ def _run_step(args, cfg) -> None:
     variant = _check_run_arguments(args)
     # deterministic ops and the variant's flags, read when the backend starts, below
     os.environ["XLA_FLAGS"] = job_flags(os.environ.get("XLA_FLAGS", ""), variant)
-    # one CPU device per core, each running its share of the configurations
-    from neurd.neural.device import use_cores
+    # one CPU device per core, each running its share of the configurations (the exact
+    # critic: one device)
+    from neurd.neural.device import job_devices, use_cores
 
     try:
-        use_cores()
+        use_cores(job_devices(args.critic))
     except ValueError as error:
         raise ConfigError(f"{error}") from None
     from neurd.neural import experiment
