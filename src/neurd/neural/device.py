@@ -14,9 +14,9 @@ gives each device its share of the configurations, to run in a program of its ow
 (``bench/cycle_rate.py`` measures both ways: its section of bench/NEURAL.md).  A job of
 the exact critic makes one device (:func:`job_devices`): its cycle is mostly tiny
 operations (the exact values' passes over a game's histories), and shared between
-devices each operation waits on the others' threads.  Measured on a two-core AMD EPYC with
-AVX2, Kuhn at 24 configurations: the exact critic 23.5k configuration-iterations a second on
-one device, 9.4k on two; the learned critic 21.5k on one, 35.5k on two.
+devices each operation waits on the others' threads (on a two-core AMD EPYC with AVX2, a
+Kuhn job of the exact critic ran about 2.5 times slower on two devices than on one, the
+learned critic's about 1.6 times faster: docs/performance.md).
 """
 
 from __future__ import annotations
