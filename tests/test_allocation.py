@@ -193,6 +193,26 @@ def _bench():
         sys.path.remove(str(ROOT / "bench"))
 
 
+def test_a_gpu_allocation_packs_a_kuhn_group_whole_or_holds_it():
+    """Of a GPU allocation's finished blocks, a Kuhn block whose seeds' other critic finished
+    too is packed finished; one whose partner did not is held in progress as the state it kept
+    at its end (a seed is published with every critic); a one-critic game's block is packed
+    finished alone, and so is one without a kept state."""
+    whole_groups = _bench().blocks.whole_groups
+    run = Path("run/neural")
+    pair = [run / "kuhn/blocks/learned_s0-1", run / "kuhn/blocks/exact_s0-1"]
+    alone = run / "kuhn/blocks/learned_s2-3"
+    leduc = run / "leduc/blocks/learned_s0-4"
+    states = {f: f.parent.parent / "in-progress" / f.name for f in [*pair, alone]}
+    partner = run / "kuhn/in-progress/exact_s2-3"
+    finished, stopped = whole_groups(PAPER, [*pair, alone, leduc], [partner], states)
+    assert finished == [*pair, leduc]
+    assert stopped == [partner, states[alone]]
+    # a finished block without a kept state is never dropped: packed, the publication's
+    # check names the seed without its other critic
+    assert whole_groups(PAPER, [alone, leduc], [], {}) == ([alone, leduc], [])
+
+
 def test_what_prices_every_block_is_timed_first():
     """The measurement times every game and critic at N = 480 and 12 first, N = 480 first of
     all, then the other sizes, nothing twice or left out; N = 480 alone prices every block of

@@ -148,20 +148,25 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Pa
              ) -> tuple[list, list]:
     """The plan's blocks, ``step.parallel`` at a time (one queue per slot); ``(finished,
     stopped)``: the folders of the blocks that finished, and of the states of those stopped
-    at the end of their slot (blocks in progress for the next allocation)."""
+    at the end of their slot (blocks in progress for the next allocation).  In a game of
+    several critics each job keeps its state at the end, and a block whose seeds' other
+    critics did not all finish is held in progress (:func:`whole_groups`)."""
+    from neurd.neural.runs import critics
+
     shutil.rmtree(results / "allocation/neural", ignore_errors=True)  # nothing earlier packed
-    finished, stopped = [], []
+    finished, stopped, held = [], [], {}
     env = environment(platform, SRC, cache, variant, 0.9 / step.parallel)
 
     def slot_queue(slot: int) -> None:
         for block in [b for b in step.blocks if b.slot == slot]:
             record = run_block(report, cfg, block, results, env, hard_deadline, publication,
-                               variant)
+                               variant, keep_state=len(critics(cfg, block.game)) > 1)
             folder, state = record.pop("folder", None), record.pop("state", None)
             with report.lock:
                 report.data["jobs"].append(record)
                 finished.extend([folder] if folder else [])
-                stopped.extend([state] if state else [])
+                stopped.extend([state] if state and not folder else [])
+                held.update({folder: state} if folder and state else {})
             report.save()
             report.say(f"{record['block']}: {record['status']}"
                        + (f" in {record['seconds']:.0f} s" if "seconds" in record else ""))
@@ -177,5 +182,27 @@ def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Pa
             report.say(f"jobs: {len(report.data['jobs'])} of {len(step.blocks)} done, "
                        f"{max(hard_deadline - time.monotonic(), 0) / 60:.1f} min to the "
                        "deadline")
-    return finished, stopped
+    return whole_groups(cfg, finished, stopped, held)
+
+
+def whole_groups(cfg: dict, finished: list[Path], stopped: list[Path], held: dict
+                 ) -> tuple[list, list]:
+    """``(finished, stopped)`` with every finished block of a game of several critics whose
+    seeds' blocks of the other critics did not all finish moved to ``stopped`` as the state it
+    kept at its end (``held[folder]``; a seed is published with every critic at once)."""
+    from neurd.neural.runs import critics, parse_block
+
+    done: dict[tuple, set] = {}
+    for folder in finished:
+        critic, first, last = parse_block(folder.name)
+        done.setdefault((folder.parts[-3], first, last), set()).add(critic)
+    whole, kept = [], list(stopped)
+    for folder in finished:
+        critic, first, last = parse_block(folder.name)
+        game = folder.parts[-3]
+        if done[(game, first, last)] >= set(critics(cfg, game)) or folder not in held:
+            whole.append(folder)  # (one without a kept state: publishing it names the gap)
+        else:
+            kept.append(held[folder])
+    return whole, kept
 
