@@ -90,8 +90,9 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     left = hard_deadline - time.monotonic()
     record = {"block": f"{block.game}/{block.name}", "slot": block.slot,
               "predicted_seconds": block.predicted_seconds}
-    # a block that may stop (one critic) starts if a piece worth its start-up fits; one that
-    # must finish (a seed is published with every critic at once), if all of it does
+    # a block that may stop (by default one critic's) starts if a piece worth its start-up
+    # fits; one that must finish (a seed is published with every critic at once), if all of it
+    # does
     may_stop = len(critics(cfg, block.game)) == 1 if may_stop is None else may_stop
     if (needs := block.predicted_seconds if not may_stop else min(
             block.predicted_seconds, MIN_PIECE_SECONDS + SAVE_SECONDS + 60.0)) > left:
