@@ -241,16 +241,21 @@ def test_a_state_kept_at_the_end_gives_the_same_tables_without_a_cycle(kuhn, ref
     """``keep_state``: a job (here resumed from a stopped one) keeps its state at the last row
     instead of removing it; run again with it, the job writes the uninterrupted run's tables
     and the same pieces without one learning cycle (a finished block held in progress until the
-    other critic of its seeds finishes); asked without a folder, it is refused."""
+    other critic of its seeds finishes), held again leaving the state's files as they were;
+    asked without a folder, it is refused."""
     folder = tmp_path / "checkpoint"
     shutil.copytree(stopped, folder)
     first = experiment.run(kuhn, _plan(), checkpoint_path=folder, keep_state=True)
     rows = len(reference["iteration"])
     assert _meta(folder)["next_row"] == rows
     monkeypatch.setattr(experiment, "_advance", lambda *a, **k: pytest.fail("a cycle ran"))
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    held = experiment.run(kuhn, _plan(), checkpoint_path=folder, keep_state=True)
+    # held again: left byte for byte (a publication holding it sees nothing new to publish)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
     again = experiment.run(kuhn, _plan(), checkpoint_path=folder)
     assert not folder.exists()  # without keep_state: removed at the end, as always
-    for results in (first, again):
+    for results in (first, held, again):
         for key in COMPARED:
             np.testing.assert_array_equal(results[key], reference[key], err_msg=key)
     assert again["pieces"] == first["pieces"]

@@ -377,9 +377,10 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
             saver.save(states, row + 1, results,
                        pieces + [_piece_so_far(piece, done, started, job.configs)])
             last_save = time.monotonic()
-    if first_row < len(job.iterations):  # this process worked on the job
+    worked = first_row < len(job.iterations)  # this process worked on the job
+    if worked:
         pieces = pieces + [_piece_so_far(piece, done, started, job.configs)]
-    return _finish(saver, job, states, results, pieces, keep_state)
+    return _finish(saver, job, states, results, pieces, keep_state, worked)
 
 
 def _needs_a_folder(checkpoint_path, stop_after_seconds: float | None, keep_state: bool) -> None:
@@ -392,11 +393,13 @@ def _needs_a_folder(checkpoint_path, stop_after_seconds: float | None, keep_stat
 
 
 def _finish(saver: Checkpoint, job: _Job, states: list, results: dict, pieces: list,
-            keep_state: bool) -> dict:
+            keep_state: bool, worked: bool) -> dict:
     """The finished job's outcome; its state saved at the last row (``keep_state``: held
-    until the other critics of its seeds finish) or removed."""
+    until the other critics of its seeds finish; a state held there already is left as it
+    is, byte for byte, so that a publication holding it sees nothing new) or removed."""
     if keep_state:
-        saver.save(states, len(job.iterations), results, pieces)
+        if worked:
+            saver.save(states, len(job.iterations), results, pieces)
     else:
         saver.remove()
     return _outcome(job, results, pieces)
