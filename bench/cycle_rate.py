@@ -7,7 +7,10 @@ what the same process gets from one plain ``[2048, 2048] x [2048, 2048]`` float3
 timed interleaved with the cycle so that load on a shared machine falls on both alike.  The
 share is the median over rounds of (cycle GFLOP/s) / (product GFLOP/s).
 Beside it, the same layout's passes over every information state run alone (nothing else of
-the cycle): the share the cycle would reach if all the rest took no time.
+the cycle): the share the cycle would reach if all the rest took no time.  And the same
+cycle compiled with XLA's defaults, without the learning programs' compiler options
+(:func:`neurd.neural.programs.compiler_options`), timed in the same rounds: what the options
+gain.
 
 Each instruction set is measured in its own process (XLA reads ``XLA_FLAGS`` once): the
 native one, and XLA limited to AVX2 (``--xla_cpu_max_isa=AVX2``: the code a laptop without
@@ -88,8 +91,15 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
         return jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0,
                                                        cycles, np.float32(1.0)))
 
+    # the same cycle compiled with XLA's defaults (train.compiler_options: none)
+    defaults = jax.jit(train.run_segment.__wrapped__, static_argnames=("spec",))
+
+    def run_defaults(cycles):
+        return jax.block_until_ready(defaults(spec, game, states, keys, etas, 0, cycles,
+                                              np.float32(1.0)))
+
     alone = _passes_alone(spec, game, states, train.by_core)
-    run(2), alone(2)  # compile
+    run(2), alone(2), run_defaults(2)  # compile
     cycles = max(2, int(seconds / max(_timed(run, 2), 1e-6)))
     resolved = train.Spec(layout=layouts.resolve(spec.layout))
     flop, alone_flop = cycle_flop(compiled, resolved, n), passes_flop(compiled, resolved, n)
@@ -97,10 +107,13 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     for _ in range(rounds):
         before = product_rate()
         wall, alone_wall = _timed(run, cycles), _timed(alone, cycles)
+        defaults_wall = _timed(run_defaults, cycles)
         plain = (before + product_rate()) / 2
         rounds_measured.append(dict(share=flop / wall / 1e9 / plain, cycle=flop / wall / 1e9,
                                     product=plain, ms=wall * 1e3, alone_ms=alone_wall * 1e3,
-                                    alone_share=alone_flop / alone_wall / 1e9 / plain))
+                                    alone_share=alone_flop / alone_wall / 1e9 / plain,
+                                    defaults_ms=defaults_wall * 1e3,
+                                    speedup=defaults_wall / wall))
 
     def median(key):
         return statistics.median(r[key] for r in rounds_measured)
@@ -110,7 +123,10 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
                 ms_per_cycle=median("ms"),
                 cycle_gflops=median("cycle"), product_gflops=median("product"),
                 share=median("share"), shares=[r["share"] for r in rounds_measured],
-                passes_ms=median("alone_ms"), passes_share=median("alone_share"))
+                passes_ms=median("alone_ms"), passes_share=median("alone_share"),
+                defaults_ms=median("defaults_ms"), options_speedup=median("speedup"),
+                compiler_options=" ".join(f"{k}={v}" for k, v in sorted(
+                    (train.compiler_options(jax.default_backend()) or {}).items())))
 
 
 def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict]:
@@ -177,6 +193,12 @@ def _in_process(isa: str, devices: int, games, n: int, rounds: int,
     return [dict(r, isa=isa) for r in json.loads(out.stdout)]
 
 
+def _options(rows: list[dict]) -> str:
+    """The compiler options the rows' cycles ran under (``none`` for XLA's defaults)."""
+    found = sorted({r.get("compiler_options") or "none" for r in rows})
+    return ", ".join(found) if found else "none"
+
+
 def section(rows: list[dict], command: str, load_before: str, load_after: str) -> str:
     lines = [HEADING, "", f"Command: `{command}`  ",
              f"Date: {datetime.date.today().isoformat()}  ",
@@ -194,18 +216,23 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str) -
              "policy's pass and its pullback, the critic's pass) run by themselves, cycle "
              "after cycle, with nothing else of the cycle (no sampler, critic updates, "
              "losses or optimiser), and their FLOP's share of the product rate: what the "
-             "cycle would reach if everything but these passes took no time.", "",
+             "cycle would reach if everything but these passes took no time. "
+             "*XLA's defaults*: the same cycle compiled without the learning programs' "
+             "compiler options (`neurd.neural.programs.compiler_options`: "
+             f"`{_options(rows)}`), timed in the same rounds; *options' speed-up*: the "
+             "median over rounds of its time over the cycle's.", "",
              "| processor | ISA | CPU devices | game | N | variant | GFLOP/cycle | ms/cycle "
              "| cycle GFLOP/s | product GFLOP/s | share | passes alone, ms "
-             "| passes alone, share |",
+             "| passes alone, share | XLA's defaults, ms/cycle | options' speed-up |",
              "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
-             "| ---: |"]
+             "| ---: | ---: | ---: |"]
     for r in rows:
         lines.append(f"| {r['processor']} | {r['xla_isa']} | {r['cpu_devices']} | {r['game']} "
                      f"| {r['configurations']} "
                      f"| {r['variant']} | {r['gflop']:.3g} | {r['ms_per_cycle']:.1f} | "
                      f"{r['cycle_gflops']:.0f} | {r['product_gflops']:.0f} | "
-                     f"{r['share']:.0%} | {r['passes_ms']:.1f} | {r['passes_share']:.0%} |")
+                     f"{r['share']:.0%} | {r['passes_ms']:.1f} | {r['passes_share']:.0%} | "
+                     f"{r['defaults_ms']:.1f} | {r['options_speedup']:.2f}x |")
     return "\n".join(lines + [""])
 
 

@@ -36,6 +36,8 @@ def test_a_kuhn_cycle_is_measured_into_its_section(cycle_rate, tmp_path):
     assert (row["game"], row["N"], row["CPU devices"]) == ("kuhn", "12", "1")
     ms, share = float(row["ms/cycle"]), float(row["share"].rstrip("%"))
     assert ms > 0 and 0 < share <= 100
+    assert float(row["XLA's defaults, ms/cycle"]) > 0
+    assert float(row["options' speed-up"].rstrip("x")) > 0
 
 
 @pytest.mark.parametrize("argv, message", [

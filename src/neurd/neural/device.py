@@ -3,7 +3,8 @@
 On a GPU the model and driver come from ``nvidia-smi`` (``unknown`` where it
 cannot be asked).  On a CPU the model is the processor's with the instruction set XLA
 compiles for (:mod:`neurd.machine`), e.g. ``"AMD EPYC 7B13, AVX2"``; the record also
-names the threads the process may use and the XLA flags in force, so that a user can tell
+names the threads the process may use, the XLA flags in force and the learning programs'
+compiler options, so that a user can tell
 why two CPUs' numbers differ in float rounding, and the CPU devices the configurations were
 shared between (:func:`use_cores`).
 
@@ -15,8 +16,8 @@ gives each device its share of the configurations, to run in a program of its ow
 the exact critic makes one device (:func:`job_devices`): its cycle is mostly tiny
 operations (the exact values' passes over a game's histories), and shared between
 devices each operation waits on the others' threads (on a two-core AMD EPYC with AVX2, a
-Kuhn job of the exact critic ran about 2.5 times slower on two devices than on one, the
-learned critic's about 1.6 times faster: docs/performance.md).
+Kuhn job of the exact critic ran slower on two devices than on one, the learned critic's
+faster: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import subprocess
 import jax
 
 from neurd.machine import cpu_description, threads
+from neurd.neural.programs import compiler_options
 
 # JAX's own setting (and its environment variable): the devices its CPU backend makes
 CPU_DEVICES = "jax_num_cpu_devices"
@@ -91,14 +93,18 @@ def cpu_devices() -> int:
 def device_description() -> dict:
     """The device the job computes on: platform, model, driver (GPU), jax version; on a CPU,
     the model is the processor's with its instruction set (:func:`cpu_description`'s keys
-    beside it)."""
+    beside it), and the compiler options of the learning programs
+    (:func:`neurd.neural.programs.compiler_options`, as ``key=value`` words; empty: XLA's
+    defaults)."""
     device = jax.devices()[0]
     info = {"platform": device.platform, "device": getattr(device, "device_kind", "unknown"),
             "jax": jax.__version__}
     if device.platform == "cpu":
         cpu = cpu_description()
+        options = compiler_options("cpu") or {}
         info.update(cpu, device=f"{cpu['processor']}, {cpu['isa']}",
-                    cpu_devices=cpu_devices())
+                    cpu_devices=cpu_devices(),
+                    compiler_options=" ".join(f"{k}={v}" for k, v in sorted(options.items())))
     if device.platform == "gpu":
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",

@@ -53,6 +53,11 @@ from neurd.names import LEARNERS
 from neurd.neural import algorithms, layouts, losses, passes, sampler
 from neurd.neural.device import cpu_devices
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
+from neurd.neural.programs import (  # noqa: F401  (re-exported)
+    CPU_COMPILER_OPTIONS,
+    compiler_options,
+    learning_program,
+)
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
     action_values,
@@ -378,7 +383,7 @@ def by_core(function, *batched):
     return jax.tree_util.tree_map(lambda x: x[:n], out)
 
 
-@partial(jax.jit, static_argnames=("spec",))
+@learning_program(static_argnames=("spec",))
 def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: dict,
                 first_cycle, num_cycles, sign) -> dict:
     """``num_cycles`` cycles of every configuration (``{algorithm: batched RunState}``).
@@ -431,7 +436,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
 
-@partial(jax.jit, static_argnames=("spec",))
+@learning_program(static_argnames=("spec",))
 def critic_tables(spec: Spec, game: NeuralGame, states: dict) -> dict:
     """``{algorithm: [N, I, A]}``: every configuration's critic on every information state."""
     return {a: every_state(spec, game, s.critic) for a, s in states.items()}
