@@ -79,7 +79,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     from neurd import games as neurd_games
     from neurd.machine import processor_model, xla_isa
     from neurd.names import GAMES
-    from neurd.neural import layouts, train
+    from neurd.neural import layouts, programs, train
     from neurd.neural.device import cpu_devices
 
     compiled = neurd_games.compile_game(GAMES[name].string)
@@ -91,7 +91,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
         return jax.block_until_ready(train.run_segment(spec, game, states, keys, etas, 0,
                                                        cycles, np.float32(1.0)))
 
-    # the same cycle compiled with XLA's defaults (train.compiler_options: none)
+    # the same cycle compiled with XLA's defaults (neurd.neural.programs: no options)
     defaults = jax.jit(train.run_segment.__wrapped__, static_argnames=("spec",))
 
     def run_defaults(cycles):
@@ -125,8 +125,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
                 share=median("share"), shares=[r["share"] for r in rounds_measured],
                 passes_ms=median("alone_ms"), passes_share=median("alone_share"),
                 defaults_ms=median("defaults_ms"), options_speedup=median("speedup"),
-                compiler_options=" ".join(f"{k}={v}" for k, v in sorted(
-                    (train.compiler_options(jax.default_backend()) or {}).items())))
+                compiler_options=programs.described(jax.default_backend(), spec.critic))
 
 
 def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict]:

@@ -1,7 +1,8 @@
 """The learning programs' compiler options (:func:`neurd.neural.programs.compiler_options`): on
-a CPU, XLA's YNNPACK library gets the cycle's products only, not its reductions over the
-actions; an XLA that does not know the option compiles with its defaults; the numbers stay
-those of XLA's defaults up to float rounding."""
+a CPU, XLA's YNNPACK library gets a learned critic's cycle's products only, not its
+reductions over the actions; the exact critic's programs and an XLA that does not know the
+option compile with XLA's defaults; the numbers stay those of XLA's defaults up to float
+rounding, and each piece of a job records the options."""
 
 import jax
 import numpy as np
@@ -84,8 +85,19 @@ def test_the_numbers_are_xla_defaults_up_to_float_rounding(game):
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="a CPU's compiler options")
-def test_a_jobs_device_record_names_the_options():
-    from neurd.neural.device import device_description
+def test_each_piece_records_its_critics_options(game):
+    """A job's pieces name the options its program ran under: the learned critic's, and
+    none (XLA's defaults) for the exact critic, whose program is compiled without them."""
+    from neurd.neural import experiment
 
-    recorded = device_description()["compiler_options"]
-    assert recorded == " ".join(f"{k}={v}" for k, v in programs.CPU_COMPILER_OPTIONS.items())
+    words = " ".join(f"{k}={v}" for k, v in programs.CPU_COMPILER_OPTIONS.items())
+    for critic, expected in (("learned", words), ("exact", "")):
+        plan = experiment.Plan(game="kuhn", spec=train.Spec(hidden=(8,), policy_batch=16,
+                                                            critic=critic),
+                               entropies=(0.0, 0.1), run_seeds=(0,), seed=0,
+                               phase_iterations=8, phases=1, geometric=1, linear=1)
+        (piece,) = experiment.run(games.compile_game(GAMES["kuhn"].string), plan)["pieces"]
+        assert piece["compiler_options"] == expected, critic
+    assert programs.compiler_options("cpu", "exact") is None
+    with pytest.raises(ValueError, match="is not one of"):
+        programs.compiler_options("cpu", "tabular")

@@ -3,8 +3,7 @@
 On a GPU the model and driver come from ``nvidia-smi`` (``unknown`` where it
 cannot be asked).  On a CPU the model is the processor's with the instruction set XLA
 compiles for (:mod:`neurd.machine`), e.g. ``"AMD EPYC 7B13, AVX2"``; the record also
-names the threads the process may use, the XLA flags in force and the learning programs'
-compiler options, so that a user can tell
+names the threads the process may use and the XLA flags in force, so that a user can tell
 why two CPUs' numbers differ in float rounding, and the CPU devices the configurations were
 shared between (:func:`use_cores`).
 
@@ -28,7 +27,7 @@ import subprocess
 import jax
 
 from neurd.machine import cpu_description, threads
-from neurd.neural.programs import compiler_options
+from neurd.neural import programs
 
 # JAX's own setting (and its environment variable): the devices its CPU backend makes
 CPU_DEVICES = "jax_num_cpu_devices"
@@ -90,21 +89,21 @@ def cpu_devices() -> int:
     return len(jax.local_devices(backend="cpu"))
 
 
-def device_description() -> dict:
+def device_description(critic: str | None = None) -> dict:
     """The device the job computes on: platform, model, driver (GPU), jax version; on a CPU,
     the model is the processor's with its instruction set (:func:`cpu_description`'s keys
-    beside it), and the compiler options of the learning programs
-    (:func:`neurd.neural.programs.compiler_options`, as ``key=value`` words; empty: XLA's
-    defaults)."""
+    beside it).  Given a job's ``critic``, also the compiler options its learning program
+    runs under (``compiler_options``: :func:`neurd.neural.programs.described`; empty for
+    XLA's defaults)."""
     device = jax.devices()[0]
     info = {"platform": device.platform, "device": getattr(device, "device_kind", "unknown"),
             "jax": jax.__version__}
+    if critic is not None:
+        info["compiler_options"] = programs.described(device.platform, critic)
     if device.platform == "cpu":
         cpu = cpu_description()
-        options = compiler_options("cpu") or {}
         info.update(cpu, device=f"{cpu['processor']}, {cpu['isa']}",
-                    cpu_devices=cpu_devices(),
-                    compiler_options=" ".join(f"{k}={v}" for k, v in sorted(options.items())))
+                    cpu_devices=cpu_devices())
     if device.platform == "gpu":
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",

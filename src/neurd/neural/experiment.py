@@ -337,7 +337,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
         states, first_row, results, pieces = restored
     done = int(job.iterations[first_row - 1]) if first_row else 0
     gone = diverged(results, first_row)
-    piece = {**device_description(), "revision": revision, "variant": variant,
+    piece = {**device_description(plan.spec.critic), "revision": revision, "variant": variant,
              "first_iteration": done, "iterations": 0, "seconds": 0.0,
              "configuration_iterations_per_second": None}
     progress = Progress(f"neural {plan.game}: {job.configs} configurations", job.iterations[-1])

@@ -383,7 +383,7 @@ def by_core(function, *batched):
     return jax.tree_util.tree_map(lambda x: x[:n], out)
 
 
-@learning_program(static_argnames=("spec",))
+@learning_program
 def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: dict,
                 first_cycle, num_cycles, sign) -> dict:
     """``num_cycles`` cycles of every configuration (``{algorithm: batched RunState}``).
@@ -436,7 +436,7 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
     return dict(zip(algorithms, sampler.split_tree(state, sizes)))
 
 
-@learning_program(static_argnames=("spec",))
+@learning_program
 def critic_tables(spec: Spec, game: NeuralGame, states: dict) -> dict:
     """``{algorithm: [N, I, A]}``: every configuration's critic on every information state."""
     return {a: every_state(spec, game, s.critic) for a, s in states.items()}
