@@ -24,8 +24,7 @@ import numpy as np
 # the options of the learning programs on a CPU (see the module)
 CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type":
                         "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
-
-
+# a learned critic, or the exact values of the current policy (neurd.neural.train.Spec)
 CRITICS = ("learned", "exact")
 
 

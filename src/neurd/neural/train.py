@@ -53,11 +53,7 @@ from neurd.names import LEARNERS
 from neurd.neural import algorithms, layouts, losses, passes, sampler
 from neurd.neural.device import cpu_devices
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
-from neurd.neural.programs import (  # noqa: F401  (re-exported)
-    CPU_COMPILER_OPTIONS,
-    compiler_options,
-    learning_program,
-)
+from neurd.neural.programs import learning_program
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
     action_values,
@@ -66,7 +62,6 @@ from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
 )
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
-CRITICS = ("learned", "exact")
 
 
 @dataclass(frozen=True)
