@@ -92,7 +92,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
                                                        cycles, np.float32(1.0)))
 
     # the same cycle compiled with XLA's defaults (neurd.neural.programs: no options)
-    defaults = jax.jit(train.run_segment.__wrapped__, static_argnames=("spec",))
+    defaults = train.run_segment.defaults
 
     def run_defaults(cycles):
         return jax.block_until_ready(defaults(spec, game, states, keys, etas, 0, cycles,

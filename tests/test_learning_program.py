@@ -43,8 +43,7 @@ def test_on_a_cpu_the_products_only_go_to_ynnpack(game):
     args = (spec, game, states, keys, etas, 0, 2, np.float32(1.0))
     ours = train.run_segment.lower(*args).compile().as_text()
     assert programs.compiler_options("cpu") == programs.CPU_COMPILER_OPTIONS
-    plain = jax.jit(train.run_segment.__wrapped__, static_argnames=("spec",)).lower(
-        *args).compile().as_text()
+    plain = train.run_segment.defaults.lower(*args).compile().as_text()
     # XLA's defaults hand YNNPACK the reductions over the actions too (what the option is
     # for: were that no longer so, this test says the option has become moot)
     assert _fused_reductions(plain) > 0
@@ -73,7 +72,7 @@ def test_the_numbers_are_xla_defaults_up_to_float_rounding(game):
     spec, states, keys, etas = _inputs(game)
     args = (spec, game, states, keys, etas, 0, 10, np.float32(1.0))
     ours = train.run_segment(*args)
-    plain = jax.jit(train.run_segment.__wrapped__, static_argnames=("spec",))(*args)
+    plain = train.run_segment.defaults(*args)
     differ = False
     for algorithm, state in ours.items():
         for name in ("policy", "critic", "table"):

@@ -59,7 +59,8 @@ def learning_program(function):
     (:class:`neurd.neural.train.Spec`), compiled for the default backend with the
     :func:`compiler_options` of the spec's critic (one jitted program per backend and
     critic, made at its first call); the returned function's ``lower`` lowers that
-    program."""
+    program, and its ``defaults`` is the same program under XLA's defaults (a benchmark's
+    or a test's comparison)."""
     programs = {}
 
     def program(spec):
@@ -74,4 +75,5 @@ def learning_program(function):
         return program(spec)(spec, *args, **kwargs)
 
     call.lower = lambda spec, *args, **kwargs: program(spec).lower(spec, *args, **kwargs)
+    call.defaults = jax.jit(function, static_argnames=("spec",))
     return call
