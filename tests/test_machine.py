@@ -2,6 +2,7 @@
 compiles for (capped by XLA_FLAGS), threads and flags, in every table's metadata, in a run's
 provenance (with the cycle variant resolved) and in each piece of a neural job."""
 
+import jax
 import pandas as pd
 import pytest
 
@@ -45,8 +46,14 @@ def test_a_runs_provenance_names_the_processor_and_the_variant_run():
 
     record = provenance_machine()
     assert record["processor"] == machine.processor_model() and record["isa"]
-    variant = record["neural_cycle_variant"]
-    assert not variant.startswith(("auto.", "default")), variant
+    found = record["neural_cycle_variant"]
+    assert set(found) == {"kuhn", "leduc", "goofspiel"}
+    for variant in found.values():
+        assert not variant.startswith(("auto.", "default")), found
+    # the layout is the game's: Goofspiel's visited states are a third of its states
+    if jax.default_backend() == "cpu":
+        assert found["goofspiel"].startswith("map_visited."), found
+        assert found["kuhn"].startswith("map_used.") and found["leduc"].startswith("map_used.")
 
 
 @pytest.mark.parametrize("text", ["", "x"])

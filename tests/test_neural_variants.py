@@ -10,7 +10,7 @@ import pytest
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import arguments, layouts, passes, train
+from neurd.neural import arguments, layouts, passes, train, visited
 
 CYCLES = 10
 # quantities that sum a cycle's metric over the segment: compared relative to their size
@@ -58,11 +58,12 @@ def test_variants_agree_after_ten_cycles_and_each_repeats_bitwise(compiled, name
     reference's bits (each other variant's repeat: the test below)."""
     game = train.neural_game(compiled[name])
     reference = _run(train.Spec(layout="vmap"), game, name)
+    default = layouts.resolve(layouts.DEFAULT, visited.visited_share(train.Spec(), game))
     for variant in layouts.LAYOUTS:
         spec = train.Spec(layout=variant)
         first = _run(spec, game, name)
         _compare(reference, first, f"{name} {variant}")
-        if variant not in (layouts.resolve(layouts.DEFAULT), "vmap"):
+        if variant not in (default, "vmap"):
             continue
         jax.clear_caches()  # compiled again: the same numbers, bit for bit
         assert _bitwise(first, _run(spec, game, name)), f"{name} {variant} does not repeat"
@@ -76,8 +77,9 @@ def test_every_variant_repeats_bitwise_when_compiled_again(compiled):
     compilation of the larger games' again would double the minutes and show nothing
     Kuhn's do not)."""
     game = train.neural_game(compiled["kuhn"])
+    default = layouts.resolve(layouts.DEFAULT, visited.visited_share(train.Spec(), game))
     for variant in layouts.LAYOUTS:
-        if variant in (layouts.resolve(layouts.DEFAULT), "vmap"):
+        if variant in (default, "vmap"):
             continue  # the test above
         spec = train.Spec(layout=variant)
         first = _run(spec, game, "kuhn")
@@ -119,6 +121,19 @@ def test_the_default_is_a_variant_and_an_unknown_one_is_refused():
     assert layouts.resolve("auto") == layouts.AUTO.get(jax.default_backend(),
                                                        layouts.AUTO_ELSEWHERE)
     assert layouts.resolve("joined") == "joined"
+    # the visited states' share of every one decides auto where the backend has a layout
+    # for them (VISITED), and only at or below VISITED_SHARE
+    backend = jax.default_backend()
+    below, above = layouts.VISITED_SHARE, min(1.0, layouts.VISITED_SHARE + 0.01)
+    assert layouts.resolve("auto", below) == layouts.VISITED.get(backend,
+                                                                 layouts.resolve("auto"))
+    assert layouts.resolve("auto", above) == layouts.resolve("auto", None) == layouts.resolve(
+        "auto")
+    assert layouts.resolve("map_used", 0.1) == "map_used"
+    assert set(layouts.VISITED.values()) <= {n for n, x in layouts.LAYOUTS.items() if x.visited}
+    for share in (0, -0.5, 1.5, float("nan"), float("inf"), True, "0.5"):
+        with pytest.raises(ValueError, match="visited_share"):
+            layouts.resolve("auto", share)
     assert layouts.names() == ("auto", *sorted(layouts.LAYOUTS))
     with pytest.raises(ValueError, match="unknown cycle variant 'fast'"):
         train.Spec(layout="fast")

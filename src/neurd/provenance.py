@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
-from neurd import __version__
+from neurd import __version__, games
 from neurd.machine import cpu_description
-from neurd.neural import variants
+from neurd.names import GAMES
+from neurd.neural import runs, variants
 from neurd.revision import git_revision
 from neurd.stages import SECTIONS, snapshot
 from neurd.tables import InputFileError, config_hash, write_text
@@ -35,11 +36,30 @@ def package_versions(names=PACKAGES) -> dict[str, str | None]:
     return versions
 
 
-def machine() -> dict[str, object]:
+def cycle_variants(neural: Mapping | None = None) -> dict[str, str]:
+    """``{game: variant}``: the learning cycle's variant the neural jobs of each game of a
+    config's ``neural`` section run here by default, resolved (it depends on the game:
+    :func:`neurd.neural.layouts.resolve`); without a section, the paper's games' with the
+    learner's default spec."""
+    from neurd.neural.train import Spec, neural_game
+    from neurd.neural.visited import visited_share
+
+    if neural is None:
+        spec, strings = Spec(), {name: GAMES[name].string for name in GAMES}
+    else:
+        spec, strings = runs.spec(neural, "learned"), {
+            name: neural["game_strings"][name] for name in neural["games"]}
+    default = variants.parse(variants.DEFAULT_NAME)
+    return {name: variants.resolved_name(default, visited_share(
+        spec, neural_game(games.compile_game(string)))) for name, string in strings.items()}
+
+
+def machine(neural: Mapping | None = None) -> dict[str, object]:
     """The machine: system, Python, JAX's backend and devices, the processor, the instruction
     set XLA compiles for, the threads, the XLA flags in force (:mod:`neurd.machine`), and the
-    learning cycle's variant the neural jobs run here by default, resolved (every job's pieces
-    also record their own)."""
+    learning cycle's variant the neural jobs of each game of ``neural`` (a config's section)
+    run here by default, resolved (:func:`cycle_variants`; every job's pieces also record
+    their own)."""
     import jax
 
     return {
@@ -50,7 +70,7 @@ def machine() -> dict[str, object]:
         **cpu_description(),
         "jax_backend": jax.default_backend(),
         "jax_devices": [str(d) for d in jax.devices()],
-        "neural_cycle_variant": variants.resolved_name(variants.parse(variants.DEFAULT_NAME)),
+        "neural_cycle_variant": cycle_variants(neural),
     }
 
 
@@ -94,7 +114,7 @@ def collect(config: Mapping, cwd: str | os.PathLike = ".",
             name: config_hash(snapshot(config, name)) for name in SECTIONS if name in config
         },
         "seed": config.get("seed"),
-        "machine": machine(),
+        "machine": machine(config.get("neural")),
         "runtimes": runtimes(benchmarks) if benchmarks is not None else [],
     }
 

@@ -14,6 +14,13 @@ it), ``weights`` each state's weight in the loss, ``beta`` NeuRD's logit thresho
 An algorithm of the sampled actions (``sampled=True``, as A2C) is called with one more
 keyword, ``taken [I, A]``: the share of the policy batch's steps at each state that took
 each action (a visited state's row sums to 1); the others see the states' weights only.
+An algorithm whose loss is a sum over the states of each state's weight times a term of
+that state alone, so that a state of weight 0 adds nothing to the loss nor to its
+gradient, says so (``weighted=True``, as every built-in one): where every algorithm of a
+run is weighted, the cycle may lay its step 2 out over the visited states only
+(:mod:`neurd.neural.layouts`: ``map_visited``, the default where that saves time), the
+others then never evaluated.  A loss that reads a state of weight 0 (a penalty over every
+state, say) leaves it ``False``, the default: its runs pass over every state.
 
 =========  ==============================================  ======================================
 name       loss per state (``A = q - v``, ``v = sum pi q``)  where it is from
@@ -63,6 +70,7 @@ class Algorithm:
     loss: Callable | str
     source: str = ""
     sampled: bool = False  # its loss reads the sampled actions (the keyword ``taken``)
+    weighted: bool = False  # a state of weight 0 adds nothing to its loss (the module)
 
     def function(self) -> Callable:
         """The loss itself."""
@@ -77,11 +85,12 @@ _LOADED: set[str] = set()  # the entry points imported
 
 
 def register(name: str, loss: Callable, label: str | None = None, source: str = "",
-             sampled: bool = False) -> Algorithm:
+             sampled: bool = False, weighted: bool = False) -> Algorithm:
     """Register ``loss`` as the algorithm ``name`` (lower case, digits and ``_``, at most 32
     characters; ``label``: its name in figures, default ``name`` upper-cased; ``sampled``:
-    its loss takes the keyword ``taken``, see the module).  A name registered already with
-    another loss is refused (register it once, at import)."""
+    its loss takes the keyword ``taken``; ``weighted``: a state of weight 0 adds nothing to
+    its loss nor to its gradient; see the module).  A name registered already with another
+    loss is refused (register it once, at import)."""
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ValueError(f"algorithm name {name!r}: lower-case letters, digits and _, starting "
                          "with a letter, at most 32 characters")
@@ -91,7 +100,9 @@ def register(name: str, loss: Callable, label: str | None = None, source: str = 
         raise ValueError(f"algorithm {name!r}: label {label!r} is not a non-empty string")
     if not isinstance(sampled, bool):
         raise ValueError(f"algorithm {name!r}: sampled {sampled!r} is not True or False")
-    algorithm = Algorithm(name, label or name.upper(), loss, source, sampled)
+    if not isinstance(weighted, bool):
+        raise ValueError(f"algorithm {name!r}: weighted {weighted!r} is not True or False")
+    algorithm = Algorithm(name, label or name.upper(), loss, source, sampled, weighted)
     known = _REGISTRY.get(name)
     if known is not None and known.loss is not loss and known.loss != loss:
         raise ValueError(f"algorithm {name!r} is registered already (with "
@@ -145,14 +156,15 @@ def load_entry_points() -> list[str]:
 
 
 _LOSSES = "neurd.neural.losses"
+# each built-in loss is sum_x weights(x) * (a term of x alone): weighted
 register(NEURD, f"{_LOSSES}:neurd_loss", ALGORITHM_LABELS[NEURD],
-         "the paper: Algorithm 1 with the Remark's logit threshold")
+         "the paper: Algorithm 1 with the Remark's logit threshold", weighted=True)
 register(SPG, f"{_LOSSES}:spg_loss", ALGORITHM_LABELS[SPG],
-         "the paper's all-actions softmax policy gradient (OpenSpiel's QPG)")
+         "the paper's all-actions softmax policy gradient (OpenSpiel's QPG)", weighted=True)
 register(RMPG, f"{_LOSSES}:rmpg_loss", "RMPG",
-         "OpenSpiel rl_losses.BatchRMLoss (Srinivasan et al. 2018)")
+         "OpenSpiel rl_losses.BatchRMLoss (Srinivasan et al. 2018)", weighted=True)
 register(RPG, f"{_LOSSES}:rpg_loss", "RPG",
-         "OpenSpiel rl_losses.BatchRPGLoss (Srinivasan et al. 2018)")
+         "OpenSpiel rl_losses.BatchRPGLoss (Srinivasan et al. 2018)", weighted=True)
 register(A2C, f"{_LOSSES}:a2c_loss", "A2C",
          "OpenSpiel rl_losses.BatchA2CLoss (sampled actions; advantage from the harness's q)",
-         sampled=True)
+         sampled=True, weighted=True)

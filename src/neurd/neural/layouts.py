@@ -43,6 +43,24 @@ and each repeats bit for bit on the same machine.
   several configurations, whose batched products of the pullback take slow
   paths (a cycle's operations under either: ``bench/profile_cycle.py``).
 * ``map_used``: ``map`` on the non-zero columns only.
+* ``map_visited``: ``map_used``, and step 2's passes (the critic's pass, the
+  policy's pullback with its recomputed forward pass) over the information states the
+  policy batch visited only, not every one: the policy loss weights each state by
+  its visits (:mod:`neurd.neural.algorithms`: a state of weight 0 adds nothing to
+  the loss nor to its gradient), so the others add exact zeros to the gradient.
+  The cycle's first pass (the policy table the batches sample from) still covers
+  every state.  The visited states are at most, at each depth of an episode, the
+  states there or the batch's episodes, whichever is fewer
+  (:func:`neurd.neural.train.visited_capacity`, a static size): for Goofspiel's
+  2124 information states and a batch of 256 episodes 800, for Leduc 922 of 936,
+  for Kuhn all 12.  Only a game where every information state lies at one depth
+  has that bound (``NeuralGame.depth_index``); elsewhere the layout is refused.
+* ``vmap_visited``: ``vmap_used``, step 2's passes over the visited states only
+  (for a GPU allocation to time).
+
+``auto`` on a CPU is ``map_visited`` for a game where the visited states are at
+most :data:`VISITED_SHARE` of every one (Goofspiel's cycle, ``bench/NEURAL.md``), else
+``map_used`` (Leduc's bound, 922 of 936, saves nothing and its gathers cost time).
 
 On the CPU the joined layouts are slower than the vmapped ones
 (``bench/NEURAL.md``): the product is the same one XLA forms, and the hidden
@@ -92,15 +110,19 @@ class Pass:
 
 class Layout:
     """A layout of the passes (see the module).  ``name``: its registry key; ``summary``:
-    one line; ``used_columns``: whether its passes read the tensor's non-zero columns only.
+    one line; ``used_columns``: whether its passes read the tensor's non-zero columns only;
+    ``visited``: whether step 2's passes (the critic's, the policy's pullback) cover the
+    policy batch's visited states only (:meth:`every_at`, :meth:`pullback_at`).
 
     ``params`` below are one configuration's network weights for :meth:`one`, and ``N``
     configurations' (batched on a leading axis) for :meth:`every` and
     :meth:`with_pullback`.
     """
 
-    def __init__(self, name: str, summary: str, used_columns: bool = False):
+    def __init__(self, name: str, summary: str, used_columns: bool = False,
+                 visited: bool = False):
         self.name, self.summary, self.used_columns = name, summary, used_columns
+        self.visited = visited
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -126,6 +148,23 @@ class Layout:
         outputs, pullback = jax.vjp(partial(self.every, net), params)
         return outputs, lambda by_outputs: pullback(by_outputs)[0]
 
+    def every_at(self, net: Pass, params: dict, rows: jax.Array) -> jax.Array:
+        """``[N, R, A]``: each of ``N`` configurations' network on its own ``R`` information
+        states ``rows [N, R]`` (the visited ones: :func:`neurd.neural.train.visited_rows`)."""
+        return jax.vmap(lambda p, r: self.one(at_rows(net, r), p))(params, rows)
+
+    def pullback_at(self, net: Pass, params: dict, rows: jax.Array) -> Callable:
+        """The function taking a gradient in :meth:`every_at`'s outputs to one in
+        ``params``, the forward pass on the rows recomputed."""
+        return lambda by_outputs: jax.vjp(lambda p: self.every_at(net, p, rows), params)[1](
+            by_outputs)[0]
+
+
+def at_rows(net: Pass, rows: jax.Array) -> Pass:
+    """``net`` on the information states ``rows`` only (their tensors and players)."""
+    return Pass(net.module, net.networks, net.precision, net.tensors[rows], net.players[rows],
+                net.columns)
+
 
 class Vmapped(Layout):
     """Each configuration's pass under one ``vmap`` (:class:`Layout`'s own methods)."""
@@ -145,8 +184,9 @@ class Mapped(Layout):
     recomputing each configuration's forward pass, the first layer's weight gradient formed
     as ``X^T G`` (:func:`neurd.neural.passes.first_product`)."""
 
-    def __init__(self, name: str, summary: str, used_columns: bool = False, batch: int = 1):
-        super().__init__(name, summary, used_columns)
+    def __init__(self, name: str, summary: str, used_columns: bool = False,
+                 visited: bool = False, batch: int = 1):
+        super().__init__(name, summary, used_columns, visited)
         self.batch = batch
 
     def one(self, net: Pass, params: dict) -> jax.Array:
@@ -164,6 +204,17 @@ class Mapped(Layout):
                                (params, by_outputs), batch_size=self.batch)
 
         return self.every(net, params), pullback
+
+    def every_at(self, net: Pass, params: dict, rows: jax.Array) -> jax.Array:
+        return jax.lax.map(lambda pair: self.one(at_rows(net, pair[1]), pair[0]),
+                           (params, rows), batch_size=self.batch)
+
+    def pullback_at(self, net: Pass, params: dict, rows: jax.Array) -> Callable:
+        def one(params, rows, by_outputs):
+            return jax.vjp(lambda p: self.one(at_rows(net, rows), p), params)[1](by_outputs)[0]
+
+        return lambda by_outputs: jax.lax.map(lambda t: one(*t), (params, rows, by_outputs),
+                                              batch_size=self.batch)
 
 
 LAYOUTS: dict[str, Layout] = {}
@@ -195,14 +246,25 @@ for _layout in (
                "(lax.map), the pullback recomputing its configuration's forward pass and "
                "forming the first layer's weight gradient as X^T G"),
         Mapped("map_used", "map, on the information-state tensor's non-zero columns only",
-               used_columns=True)):
+               used_columns=True),
+        Mapped("map_visited", "map_used, the critic's pass and the policy's pullback over "
+               "the information states the policy batch visited only", used_columns=True,
+               visited=True),
+        Vmapped("vmap_visited", "vmap_used, the critic's pass and the policy's pullback "
+                "over the information states the policy batch visited only",
+                used_columns=True, visited=True)):
     register(_layout)
 
 # the default: the layout named here for the backend the program is compiled for.  On a
-# CPU, map_used runs Goofspiel's and Leduc's cycles fastest of the layouts at every size
-# measured (bench/NEURAL.md); a GPU allocation times every layout on its card and picks one
+# CPU, map_used runs Goofspiel's and Leduc's cycles fastest of the layouts over every
+# information state at every size measured (bench/NEURAL.md), and map_visited Goofspiel's
+# faster still (VISITED); a GPU allocation times every layout on its card and picks one
 AUTO: dict[str, str] = {"cpu": "map_used"}
 AUTO_ELSEWHERE = "vmap"  # as measured on a GPU before the layouts existed
+# where the visited states are at most this share of every one, auto is the backend's
+# VISITED layout: step 2's passes then cost at most this share of theirs over every state
+VISITED: dict[str, str] = {"cpu": "map_visited"}
+VISITED_SHARE = 0.75
 
 
 def names() -> tuple[str, ...]:
@@ -218,15 +280,30 @@ def check(name) -> str:
     return name
 
 
-def resolve(name: str) -> str:
+def _check_share(visited_share) -> None:
+    if visited_share is not None and not (isinstance(visited_share, (int, float))
+                                          and not isinstance(visited_share, bool)
+                                          and 0 < visited_share <= 1):
+        raise ValueError(f"visited_share {visited_share!r} is not a share in (0, 1] "
+                         "(neurd.neural.train.visited_share) or None")
+
+
+def resolve(name: str, visited_share: float | None = None) -> str:
     """The layout a program runs: ``auto`` is :data:`AUTO`'s for the default backend
-    (decided when the program is traced, as :func:`neurd.neural.sampler.visit_counts`)."""
+    (decided when the program is traced, as :func:`neurd.neural.sampler.visit_counts`), or
+    its :data:`VISITED` layout where the game's visited states are at most
+    :data:`VISITED_SHARE` of every one.  ``visited_share``: that share
+    (:func:`neurd.neural.train.visited_share`; ``None``: the game has no bound)."""
     check(name)
+    _check_share(visited_share)
     if name != DEFAULT:
         return name
-    return AUTO.get(jax.default_backend(), AUTO_ELSEWHERE)
+    backend = jax.default_backend()
+    if visited_share is not None and visited_share <= VISITED_SHARE and backend in VISITED:
+        return VISITED[backend]
+    return AUTO.get(backend, AUTO_ELSEWHERE)
 
 
-def get(name: str) -> Layout:
+def get(name: str, visited_share: float | None = None) -> Layout:
     """The :class:`Layout` ``name`` resolves to (:func:`resolve`)."""
-    return LAYOUTS[resolve(name)]
+    return LAYOUTS[resolve(name, visited_share)]

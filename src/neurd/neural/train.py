@@ -54,6 +54,7 @@ from neurd.neural import algorithms, layouts, losses, passes, sampler
 from neurd.neural.device import cpu_devices
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.neural.programs import learning_program
+from neurd.neural.visited import cycle_layout, visited_rows
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
     action_values,
@@ -230,14 +231,16 @@ def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.
 
 
 def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array,
-                   weights: jax.Array, algorithm, taken: jax.Array | None = None):
+                   weights: jax.Array, algorithm, taken: jax.Array | None = None,
+                   legal: jax.Array | None = None):
     """``(d loss / d logits [I, A], share blocked)``: step 2's loss of the configuration's
     algorithm (``algorithm``: its index in ``spec.algorithms``; a loss of
     :mod:`neurd.neural.algorithms`), differentiated in the logits.  Every algorithm's loss
     is formed and the configuration's kept, so every algorithm runs in one ``vmap``.
     ``taken``: the shares of the actions taken (:func:`critic_steps`), for the algorithms
-    of the sampled actions."""
-    legal = game.tree.legal
+    of the sampled actions.  ``legal``: the states' legal actions (default: every state's,
+    ``game.tree.legal``)."""
+    legal = game.tree.legal if legal is None else legal
 
     def policy_loss(logits):
         centre = spec.neurd_logits == "centred"
@@ -270,9 +273,9 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     ``key [N, 2]``, ``eta [N]`` and ``algorithm [N]`` (each configuration's algorithm, its
     index in ``spec.algorithms``: :func:`logit_gradient`) batched.  The passes over every
     information state are laid out for all configurations at once by the layout
-    ``spec.layout`` names (:mod:`neurd.neural.layouts`); the rest is each
-    configuration's own arithmetic, under ``vmap``."""
-    layout, net = layouts.get(spec.layout), network_pass(spec, game)
+    ``spec.layout`` names (:mod:`neurd.neural.layouts`; :mod:`neurd.neural.visited`); the
+    rest is each configuration's own arithmetic, under ``vmap``."""
+    layout, net = cycle_layout(spec, game), network_pass(spec, game)
     each = partial(jax.vmap, in_axes=(0, 0, 0, 0, None))
     # 0. the policy network's one pass of the cycle: its outputs give the table every batch
     #    samples from, and its pullback the policy's gradient in step 2
@@ -284,12 +287,28 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     # 2. policy improvement at every visited information state, weighted by its visits:
     #    q from the critic's pass (or exactly), the algorithm's gradient in the logits,
     #    pulled back to the weights by hand (the chain rule), and the optimiser's step
-    values = None if spec.critic == "exact" else layout.every(net, critic)
-    q = jax.vmap(partial(policy_q, spec, game), in_axes=(0, None if values is None else 0,
-                                                         0, None))(table, values, eta, sign)
-    by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
-                                                                       algorithm, taken)
-    grads = pullback(by_logits)
+    if layout.visited:  # step 2 on the visited states only (neurd.neural.layouts: map_visited)
+        rows, kept = jax.vmap(partial(visited_rows, spec, game))(weights)  # [N, R]
+        at = jax.vmap(lambda x, r: x[r])  # each configuration's rows of an [N, I, ...] array
+        legal = game.tree.legal[rows]
+        if spec.critic == "exact":
+            q = at(jax.vmap(partial(policy_q, spec, game), in_axes=(0, None, 0, None))(
+                table, None, eta, sign), rows)
+        else:
+            own = jax.vmap(lambda t, r, lg, e: own_terms(t, game.tree.num_legal[r], lg, e))
+            q = layout.every_at(net, critic, rows) + own(at(table, rows), rows, legal, eta)
+        by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(
+            at(logits, rows), q, jnp.where(kept, at(weights, rows), 0.0), algorithm,
+            None if taken is None else at(taken, rows), legal)
+        grads = layout.pullback_at(net, state.policy, rows)(by_logits)
+    else:
+        values = None if spec.critic == "exact" else layout.every(net, critic)
+        q = jax.vmap(partial(policy_q, spec, game),
+                     in_axes=(0, None if values is None else 0, 0, None))(table, values, eta,
+                                                                         sign)
+        by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
+                                                                           algorithm, taken)
+        grads = pullback(by_logits)
     policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
     # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
     # last cycle of a segment, run_segment's) makes the new one
@@ -309,7 +328,7 @@ def network_pass(spec: Spec, game: NeuralGame) -> layouts.Pass:
 def every_state(spec: Spec, game: NeuralGame, params: dict) -> jax.Array:
     """``[N, I, A]``: the network of each of ``N`` configurations (``params`` batched) on
     every information state, laid out as ``spec.layout`` says."""
-    return layouts.get(spec.layout).every(network_pass(spec, game), params)
+    return cycle_layout(spec, game).every(network_pass(spec, game), params)
 
 
 def policy_table(spec: Spec, game: NeuralGame, policy: dict) -> jax.Array:

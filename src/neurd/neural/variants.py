@@ -123,10 +123,12 @@ def choose(passed: Mapping[str, bool], ms: Mapping[str, float]) -> str:
     return min(timed)[1] if timed else Variant().name
 
 
-def resolved_name(variant: Variant) -> str:
+def resolved_name(variant: Variant, visited_share: float | None = None) -> str:
     """The name of the variant a program actually runs: ``variant``'s, its layout ``auto``
-    resolved for the default backend (:func:`neurd.neural.layouts.resolve`; this starts JAX's
-    backend, so XLA_FLAGS must be set first).  What every piece of compute records."""
+    resolved for the default backend and the game (:func:`neurd.neural.layouts.resolve`:
+    ``visited_share`` is the game's, :func:`neurd.neural.train.visited_share`; this starts
+    JAX's backend, so XLA_FLAGS must be set first).  What every piece of compute records."""
     from neurd.neural import layouts
 
-    return dataclasses.replace(variant, layout=layouts.resolve(variant.layout)).name
+    return dataclasses.replace(variant,
+                               layout=layouts.resolve(variant.layout, visited_share)).name

@@ -242,6 +242,8 @@ def _run_step(args, cfg) -> None:
     except ValueError as error:
         raise ConfigError(f"{error}") from None
     from neurd.neural import experiment
+    from neurd.neural.train import neural_game
+    from neurd.neural.visited import visited_share
 
     job, which = _job(args, cfg)
     job = dataclasses.replace(job, spec=variants.apply(job.spec, variant))
@@ -259,7 +261,8 @@ def _run_step(args, cfg) -> None:
                                  checkpoint_seconds=60.0 * args.checkpoint_minutes,
                                  identity=identity, stop_after_seconds=budget,
                                  keep_state=args.keep_state,
-                                 variant=variants.resolved_name(variant),
+                                 variant=variants.resolved_name(
+                                     variant, visited_share(job.spec, neural_game(compiled))),
                                  revision=str(revision["commit"])
                                  + ("+changes" if revision["dirty"] else ""))
     except experiment.CheckpointPathError as error:
