@@ -31,7 +31,7 @@ from _machine import describe  # bench/_machine.py, beside this script
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import layouts, passes, train
+from neurd.neural import layouts, passes, train, visited
 
 HEADING = "## Cycle variants, CPU"
 ENTROPIES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
@@ -50,20 +50,25 @@ def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
 
 
 def passes_flop(compiled, spec: train.Spec, configurations: int) -> float:
-    """FLOP of a cycle's passes over every information state: the policy's pass and its
-    pullback (weight gradients; the input's is not needed), the critic's pass; the first
-    layer on the columns the variant uses."""
+    """FLOP of a cycle's passes over the information states: the policy's pass over every
+    one, then the critic's pass and the policy's pullback (weight gradients; the input's is
+    not needed) over every one, or over the policy batch's visited ones (at most
+    :func:`neurd.neural.visited.visited_capacity`) for a layout of the visited states; the
+    first layer on the columns the variant uses (``spec.layout`` resolved for the game)."""
+    game = train.neural_game(compiled)
+    layout = visited.cycle_layout(spec, game)
     columns = compiled.infostate_tensor.shape[1]
-    if layouts.get(spec.layout).used_columns:
+    if layout.used_columns:
         columns = sum(b - a for a, b in passes.used_columns(compiled.infostate_tensor))
     widths = [compiled.infostate_tensor.shape[1], *spec.hidden, compiled.num_actions]
     full = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
     first = columns * widths[1]
     later = full - widths[0] * widths[1]
     every = compiled.num_infostates
-    passes_over_all = 2 if spec.critic == "learned" else 1
-    return 2.0 * configurations * every * (passes_over_all * (first + later) + first
-                                           + 2 * later)
+    step2 = visited.visited_capacity(spec, game) if layout.visited else every
+    critic_pass = first + later if spec.critic == "learned" else 0
+    return 2.0 * configurations * (every * (first + later)
+                                   + step2 * (critic_pass + first + 2 * later))
 
 
 def _inputs(spec, game, name, seeds):
@@ -135,9 +140,19 @@ def section(rows, command: str, load_before, load_after) -> str:
                      f"{r['ratio']:.2f}x |")
     lines += ["", "Variants: " + "; ".join(f"`{k}`: {v.summary}"
                                            for k, v in layouts.LAYOUTS.items())
-              + f". Default: `{layouts.DEFAULT}`, here `{layouts.resolve(layouts.DEFAULT)}`.",
+              + f". Default: `{layouts.DEFAULT}`, here {default_layouts()}.",
               ""]
     return "\n".join(lines)
+
+
+def default_layouts() -> str:
+    """What ``auto`` resolves to here for each game, e.g. "`map_used` (kuhn, leduc),
+    `map_visited` (goofspiel)"."""
+    spec, chosen = train.Spec(), {}
+    for name, game in GAMES.items():
+        layout = visited.cycle_layout(spec, train.neural_game(games.compile_game(game.string)))
+        chosen.setdefault(layout.name, []).append(name)
+    return ", ".join(f"`{k}` ({', '.join(v)})" for k, v in chosen.items())
 
 
 def with_section(text: str, new: str, heading: str = HEADING) -> str:

@@ -79,7 +79,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     from neurd import games as neurd_games
     from neurd.machine import processor_model, xla_isa
     from neurd.names import GAMES
-    from neurd.neural import layouts, programs, train
+    from neurd.neural import programs, train, visited
     from neurd.neural.device import cpu_devices
 
     compiled = neurd_games.compile_game(GAMES[name].string)
@@ -101,7 +101,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     alone = _passes_alone(spec, game, states, train.by_core)
     run(2), alone(2), run_defaults(2)  # compile
     cycles = max(2, int(seconds / max(_timed(run, 2), 1e-6)))
-    resolved = train.Spec(layout=layouts.resolve(spec.layout))
+    resolved = train.Spec(layout=visited.cycle_layout(spec, game).name)
     flop, alone_flop = cycle_flop(compiled, resolved, n), passes_flop(compiled, resolved, n)
     rounds_measured = []
     for _ in range(rounds):
@@ -139,8 +139,10 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
 
 
 def _passes_alone(spec, game, states, by_core):
-    """``run(cycles)``: the cycle's passes over every information state alone, as the
-    layout lays them out (the policy's pass and its pullback, the critic's pass), nothing
+    """``run(cycles)``: the cycle's passes over the information states alone, as the
+    layout lays them out (the policy's pass and its pullback, the critic's pass; the last
+    two over as many states as the policy batch can visit, for a layout of the visited
+    states), nothing
     else of the cycle: no sampler, critic updates, losses or optimiser; the configurations
     shared between the CPU devices as a segment shares them (``by_core``).  Each cycle
     feeds the next (a small step on the weights), so that XLA hoists nothing out of the
@@ -148,26 +150,41 @@ def _passes_alone(spec, game, states, by_core):
     import jax
     import jax.numpy as jnp
 
-    from neurd.neural import layouts, train
+    from neurd.neural import train, visited
 
-    layout, net = layouts.get(spec.layout), train.network_pass(spec, game)
+    layout, net = visited.cycle_layout(spec, game), train.network_pass(spec, game)
     algorithms = sorted(states)
     policy = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs),
                                     *[states[a].policy for a in algorithms])
     critic = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs),
                                     *[states[a].critic for a in algorithms])
+    # a layout of the visited states: step 2's passes on as many rows as the most the policy
+    # batch can visit (which rows changes no shape)
+    count = jax.tree_util.tree_leaves(policy)[0].shape[0]
+    capacity = visited.visited_capacity(spec, game) if layout.visited else None
+    rows = None if capacity is None else jnp.tile(
+        jnp.arange(capacity, dtype=jnp.int32) % game.tree.num_infostates, (count, 1))
 
-    @jax.jit
-    def program(cycles, policy, critic):
+    def loop(cycles, policy, critic, rows=None):
         def body(_, weights):
             policy, critic = weights
-            logits, pullback = layout.with_pullback(net, policy)
-            values = layout.every(net, critic)
+            if rows is None:
+                logits, pullback = layout.with_pullback(net, policy)
+                values = layout.every(net, critic)
+            else:
+                logits = jax.vmap(lambda x, r: x[r])(layout.every(net, policy), rows)
+                pullback = layout.pullback_at(net, policy, rows)
+                values = layout.every_at(net, critic, rows)
             grads = pullback(logits - values)
             return (jax.tree_util.tree_map(lambda w, g: w - 1e-6 * g, policy, grads),
                     jax.tree_util.tree_map(lambda w: w * (1 - 1e-7), critic))
 
-        return by_core(lambda p, c: jax.lax.fori_loop(0, cycles, body, (p, c)), policy, critic)
+        return jax.lax.fori_loop(0, cycles, body, (policy, critic))
+
+    @jax.jit
+    def program(cycles, policy, critic):
+        batched = (policy, critic) if rows is None else (policy, critic, rows)
+        return by_core(lambda *xs: loop(cycles, *xs), *batched)
 
     return lambda cycles: jax.block_until_ready(program(jnp.int32(cycles), policy, critic))
 
