@@ -24,7 +24,7 @@ from jax.experimental import checkify
 
 from neurd import games
 from neurd.names import GAMES
-from neurd.neural import checkpoint, experiment, layouts, measurement, sampler, train
+from neurd.neural import checkpoint, experiment, layouts, measurement, sampler, train, visited
 from neurd.precision import float64
 from neurd.tabular import histories
 
@@ -57,7 +57,9 @@ def test_a_learning_cycle_indexes_nothing_out_of_range(compiled, name, critic, m
     counts are checked unbatched, and the whole cycle with the visits counted as on an
     accelerator (no scatter: the test below shows it the same cycle bit for bit)."""
     game = train.neural_game(compiled[name])
-    spec = train.Spec(critic=critic, layout=layouts.resolve(layouts.DEFAULT))
+    # the layout this game runs by default on a CPU (Goofspiel's: map_visited)
+    spec = train.Spec(critic=critic)
+    spec = train.Spec(critic=critic, layout=visited.cycle_layout(spec, game).name)
     states, keys, _ = _setup(spec, game, name)
     checks = checkify.index_checks
     # each program compiled once and run for every algorithm (its index is an argument)

@@ -65,7 +65,8 @@ def cycle_layout(spec, game) -> layouts.Layout:
 def visited_rows(spec, game, weights: jax.Array):
     """``(rows [R], kept [R])``: information states holding every one of positive
     ``weights [I]`` (``R``: :func:`visited_capacity`); ``kept`` is False where a row only
-    fills the array (a copy of another, to be given no weight)."""
+    fills the array (a copy of another, to be given no weight).  Gathers and comparisons
+    only: nothing scatters (a GPU's deterministic scatter sorts its indices every cycle)."""
     rows, kept = [], []
     for group in game.depth_index.infostates:
         size = int(group.shape[0])
@@ -73,8 +74,11 @@ def visited_rows(spec, game, weights: jax.Array):
             rows.append(group)
             kept.append(jnp.ones(size, bool))
             continue
-        where = weights[group] > 0
-        (index,) = jnp.nonzero(where, size=spec.policy_batch, fill_value=0)
-        rows.append(group[index])
-        kept.append(jnp.arange(spec.policy_batch) < jnp.sum(where))
+        # the k-th visited state of the group is where the running count of visited ones
+        # first reaches k: a binary search of gathers (no scatter, as jnp.nonzero's)
+        running = jnp.cumsum(weights[group] > 0, dtype=jnp.int32)
+        wanted = jnp.arange(1, spec.policy_batch + 1, dtype=jnp.int32)
+        index = jnp.searchsorted(running, wanted, side="left", method="scan")
+        rows.append(group[jnp.minimum(index, size - 1)])
+        kept.append(wanted <= running[-1])
     return jnp.concatenate(rows), jnp.concatenate(kept)
