@@ -73,3 +73,17 @@ def test_the_reading_quotes_the_table_above_it(cycle_rate):
     assert quoted, "the reading's sentence quoting the table is not found"
     assert quoted.groups() == (spread(one, "ms/cycle"), spread(most, "ms/cycle"),
                                spread(most, "share"))
+
+
+def test_the_reading_quotes_the_visited_layouts_time_from_the_variants_table():
+    """The reading's "map_visited took X ms a cycle where map_used took Y ms" is Goofspiel's
+    two rows at N = 60 of the variants' table (bench/bench_cycle.py), as they print there."""
+    text = NEURAL.read_text()
+    rows = {r["variant"]: r for r in _table(text, "## Cycle variants, CPU")
+            if r["game"] == "goofspiel" and r["N"] == "60"}
+    quoted = re.search(r"`map_visited` took (\d+(?:\.\d+)?) ms a cycle where `map_used` took "
+                       r"(\d+(?:\.\d+)?) ms", re.sub(r"\s+", " ", text))
+    assert quoted, "the reading's sentence quoting the variants' table is not found"
+    assert quoted.groups() == (rows["map_visited"]["ms/cycle (wall)"],
+                               rows["map_used"]["ms/cycle (wall)"])
+    assert float(quoted.group(1)) < float(quoted.group(2))

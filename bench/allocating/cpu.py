@@ -215,12 +215,13 @@ def _throughput(bg: Background, cfg: dict, env: dict) -> list[dict]:
     report.step("throughput", kept=len(rows), file=str(table_path(places.tables, cpu)))
     if not rows:
         rows = measure(report, places, cfg, env, bg.deadline, bg.stop)
-        from neurd.neural import variants
+        from neurd.provenance import cycle_variants
 
         stamp = {"revision_code": code, "jax": cpu["jax"], "date": time.strftime(
-            "%Y-%m-%d", time.gmtime()), "load_average": list(os.getloadavg()),
-            "variant": variants.resolved_name(variants.parse("default"))}
-        rows = [dict(r, **stamp) for r in rows]
+            "%Y-%m-%d", time.gmtime()), "load_average": list(os.getloadavg())}
+        # the variant each game's jobs run by default here (it depends on the game)
+        ran = cycle_variants(cfg)
+        rows = [dict(r, **stamp, variant=ran[r["game"]]) for r in rows]
         busy = max((r["others_cores"] or 0.0 for r in rows), default=0.0)
         if rows and busy <= QUIET_CORES:
             report.step("measured", rows=len(rows), kept_in=str(keep_rows(places.tables, cpu,
