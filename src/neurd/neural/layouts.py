@@ -46,12 +46,14 @@ and each repeats bit for bit on the same machine.
 * ``map_visited``: ``map_used``, and step 2's passes (the critic's pass, the
   policy's pullback with its recomputed forward pass) over the information states the
   policy batch visited only, not every one: the policy loss weights each state by
-  its visits (:mod:`neurd.neural.algorithms`: a state of weight 0 adds nothing to
-  the loss nor to its gradient), so the others add exact zeros to the gradient.
+  its visits, and for a *weighted* algorithm (:mod:`neurd.neural.algorithms`, every
+  built-in one) a state of weight 0 adds nothing to the loss nor to its gradient, so
+  the others add exact zeros to the gradient (a run naming another algorithm passes
+  over every state).
   The cycle's first pass (the policy table the batches sample from) still covers
   every state.  The visited states are at most, at each depth of an episode, the
   states there or the batch's episodes, whichever is fewer
-  (:func:`neurd.neural.train.visited_capacity`, a static size): for Goofspiel's
+  (:func:`neurd.neural.visited.visited_capacity`, a static size): for Goofspiel's
   2124 information states and a batch of 256 episodes 800, for Leduc 922 of 936,
   for Kuhn all 12.  Only a game where every information state lies at one depth
   has that bound (``NeuralGame.depth_index``); elsewhere the layout is refused.
@@ -150,7 +152,7 @@ class Layout:
 
     def every_at(self, net: Pass, params: dict, rows: jax.Array) -> jax.Array:
         """``[N, R, A]``: each of ``N`` configurations' network on its own ``R`` information
-        states ``rows [N, R]`` (the visited ones: :func:`neurd.neural.train.visited_rows`)."""
+        states ``rows [N, R]`` (the visited ones: :func:`neurd.neural.visited.visited_rows`)."""
         return jax.vmap(lambda p, r: self.one(at_rows(net, r), p))(params, rows)
 
     def pullback_at(self, net: Pass, params: dict, rows: jax.Array) -> Callable:
@@ -285,7 +287,7 @@ def _check_share(visited_share) -> None:
                                           and not isinstance(visited_share, bool)
                                           and 0 < visited_share <= 1):
         raise ValueError(f"visited_share {visited_share!r} is not a share in (0, 1] "
-                         "(neurd.neural.train.visited_share) or None")
+                         "(neurd.neural.visited.visited_share) or None")
 
 
 def resolve(name: str, visited_share: float | None = None) -> str:
@@ -293,7 +295,7 @@ def resolve(name: str, visited_share: float | None = None) -> str:
     (decided when the program is traced, as :func:`neurd.neural.sampler.visit_counts`), or
     its :data:`VISITED` layout where the game's visited states are at most
     :data:`VISITED_SHARE` of every one.  ``visited_share``: that share
-    (:func:`neurd.neural.train.visited_share`; ``None``: the game has no bound)."""
+    (:func:`neurd.neural.visited.visited_share`; ``None``: none)."""
     check(name)
     _check_share(visited_share)
     if name != DEFAULT:

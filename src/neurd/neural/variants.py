@@ -126,7 +126,7 @@ def choose(passed: Mapping[str, bool], ms: Mapping[str, float]) -> str:
 def resolved_name(variant: Variant, visited_share: float | None = None) -> str:
     """The name of the variant a program actually runs: ``variant``'s, its layout ``auto``
     resolved for the default backend and the game (:func:`neurd.neural.layouts.resolve`:
-    ``visited_share`` is the game's, :func:`neurd.neural.train.visited_share`; this starts
+    ``visited_share`` is the game's, :func:`neurd.neural.visited.visited_share`; this starts
     JAX's backend, so XLA_FLAGS must be set first).  What every piece of compute records."""
     from neurd.neural import layouts
 
