@@ -11,6 +11,11 @@ are higher than the cycle's own (both are printed): read the shares.
 
     python bench/profile_cycle.py                  # its section of bench/NEURAL.md
     python bench/profile_cycle.py --games goofspiel --seeds 40 --variant vmap --out -
+    python bench/profile_cycle.py --devices cores    # shared between one device per core
+
+``--devices``: the CPU devices the configurations are shared between, as a neural job shares
+them (:func:`neurd.neural.device.use_cores`; default: JAX's own count, or
+``$JAX_NUM_CPU_DEVICES``); every device's operations are summed.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ import numpy as np
 from _machine import describe  # bench/_machine.py, beside this script
 
 from neurd import games
+from neurd.machine import threads
 from neurd.names import GAMES
-from neurd.neural import layouts, train
+from neurd.neural import layouts, train, visited
+from neurd.neural.device import cpu_devices, use_cores
 from neurd.neural.networks import PRECISIONS
 
 ENTROPIES = bench_cycle.ENTROPIES  # the paper's six levels, per run seed
@@ -76,7 +83,7 @@ def first_product_rate(game, spec, repeats: int = 50) -> tuple[str, float]:
     """``(shape, GFLOP/s)``: one configuration's first-layer product on every information
     state (the columns the variant uses), alone, jitted; the fastest of ``repeats``."""
     tensors = np.asarray(game.tensors)
-    if layouts.get(spec.layout).used_columns:
+    if visited.cycle_layout(spec, game).used_columns:
         tensors = np.concatenate([tensors[:, a:b] for a, b in game.used_columns], axis=1)
     rows, columns = tensors.shape
     width = spec.hidden[0] if spec.hidden else game.num_actions
@@ -129,7 +136,9 @@ def profile(game_name: str, seeds: int, variant: str, cycles: int, top: int) -> 
     summed = sum(total.values()) / cycles / 1e3
     product = first_product_rate(game, spec)
     configurations = 2 * len(ENTROPIES) * seeds
-    lines = [f"### {game_name}, N = {configurations}, variant `{layouts.resolve(variant)}`",
+    resolved = visited.cycle_layout(spec, game).name
+    lines = [f"### {game_name}, N = {configurations}, variant `{resolved}`, "
+             f"{cpu_devices()} CPU device{'s' if cpu_devices() > 1 else ''}",
              "", f"{plain:.1f} ms a cycle; {traced:.1f} ms under the profiler, of which the "
              f"operations below and the others sum to {summed:.1f} ms (on several threads "
              "at once where XLA splits an operation). One first-layer product of the "
@@ -160,11 +169,19 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", default=layouts.DEFAULT, choices=layouts.names())
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--devices", default=None,
+                        help="CPU devices to share the configurations between: a number, or "
+                        "'cores' (one per core, as a neural job); default: JAX's own")
     parser.add_argument("--out", default=str(Path(__file__).with_name("NEURAL.md")),
                         help="the markdown file whose section to replace; - prints only")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.cycles < 1 or args.top < 1:
         parser.error("--seeds, --cycles and --top must be at least 1")
+    if args.devices is not None:
+        try:
+            use_cores(threads() if args.devices == "cores" else int(args.devices))
+        except ValueError as error:
+            parser.error(f"--devices {args.devices!r}: {error}")
     command = " ".join(["python bench/profile_cycle.py",
                         *(argv if argv is not None else sys.argv[1:])])
     parts = [HEADING, "", f"Command: `{command}`  ",

@@ -64,3 +64,10 @@ def test_bad_arguments_are_refused(profile_cycle, capsys):
     with pytest.raises(SystemExit):
         profile_cycle.main(["--seeds", "0"])
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_a_bad_device_count_is_refused(profile_cycle, capsys):
+    for given in ("0", "two", "1e9"):
+        with pytest.raises(SystemExit):
+            profile_cycle.main(["--games", "kuhn", "--devices", given, "--out", "-"])
+        assert "--devices" in capsys.readouterr().err
