@@ -108,6 +108,7 @@ class Pass:
     tensors: jax.Array
     players: jax.Array
     columns: tuple
+    sliced: bool = False  # tensors hold the columns already (at_rows)
 
 
 class Layout:
@@ -138,7 +139,7 @@ class Layout:
         if not self.used_columns:
             return net.module.apply({"params": params}, net.tensors, net.players)
         return passes.apply_one(net.networks, params, net.tensors, net.players,
-                                net.precision, self.runs(net))
+                                net.precision, self.runs(net), sliced=net.sliced)
 
     def every(self, net: Pass, params: dict) -> jax.Array:
         """``[N, I, A]``: each of ``N`` configurations' network on every information state."""
@@ -153,7 +154,8 @@ class Layout:
     def every_at(self, net: Pass, params: dict, rows: jax.Array) -> jax.Array:
         """``[N, R, A]``: each of ``N`` configurations' network on its own ``R`` information
         states ``rows [N, R]`` (the visited ones: :func:`neurd.neural.visited.visited_rows`)."""
-        return jax.vmap(lambda p, r: self.one(at_rows(net, r), p))(params, rows)
+        return jax.vmap(lambda p, r: self.one(at_rows(net, r, self.runs(net)), p))(params,
+                                                                                    rows)
 
     def pullback_at(self, net: Pass, params: dict, rows: jax.Array) -> Callable:
         """The function taking a gradient in :meth:`every_at`'s outputs to one in
@@ -162,10 +164,16 @@ class Layout:
             by_outputs)[0]
 
 
-def at_rows(net: Pass, rows: jax.Array) -> Pass:
-    """``net`` on the information states ``rows`` only (their tensors and players)."""
-    return Pass(net.module, net.networks, net.precision, net.tensors[rows], net.players[rows],
-                net.columns)
+def at_rows(net: Pass, rows: jax.Array, runs=None) -> Pass:
+    """``net`` on the information states ``rows`` only (their tensors and players); with
+    ``runs`` (the columns a layout reads), the tensors on those columns, cut before the rows
+    are gathered (so that the cut, the same for every configuration, is made once)."""
+    if runs is None:
+        return Pass(net.module, net.networks, net.precision, net.tensors[rows],
+                    net.players[rows], net.columns)
+    return Pass(net.module, net.networks, net.precision,
+                passes.columns(net.tensors, runs)[rows], net.players[rows], net.columns,
+                sliced=True)
 
 
 class Vmapped(Layout):
@@ -193,7 +201,7 @@ class Mapped(Layout):
 
     def one(self, net: Pass, params: dict) -> jax.Array:
         return passes.apply_one(net.networks, params, net.tensors, net.players, net.precision,
-                                self.runs(net), own_pullback=True)
+                                self.runs(net), own_pullback=True, sliced=net.sliced)
 
     def every(self, net: Pass, params: dict) -> jax.Array:
         return jax.lax.map(partial(self.one, net), params, batch_size=self.batch)
@@ -208,12 +216,16 @@ class Mapped(Layout):
         return self.every(net, params), pullback
 
     def every_at(self, net: Pass, params: dict, rows: jax.Array) -> jax.Array:
-        return jax.lax.map(lambda pair: self.one(at_rows(net, pair[1]), pair[0]),
+        runs = self.runs(net)
+        return jax.lax.map(lambda pair: self.one(at_rows(net, pair[1], runs), pair[0]),
                            (params, rows), batch_size=self.batch)
 
     def pullback_at(self, net: Pass, params: dict, rows: jax.Array) -> Callable:
+        runs = self.runs(net)
+
         def one(params, rows, by_outputs):
-            return jax.vjp(lambda p: self.one(at_rows(net, rows), p), params)[1](by_outputs)[0]
+            return jax.vjp(lambda p: self.one(at_rows(net, rows, runs), p),
+                           params)[1](by_outputs)[0]
 
         return lambda by_outputs: jax.lax.map(lambda t: one(*t), (params, rows, by_outputs),
                                               batch_size=self.batch)

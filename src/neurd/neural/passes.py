@@ -31,6 +31,11 @@ def used_columns(tensors) -> tuple[tuple[int, int], ...]:
     return tuple((int(a), int(b)) for a, b in zip(starts, stops))
 
 
+def columns(tensors: jax.Array, runs) -> jax.Array:
+    """``tensors [I, T]`` on the columns ``runs`` only (:func:`used_columns`)."""
+    return _columns(tensors, runs, 1)
+
+
 def _columns(array: jax.Array, runs, axis: int) -> jax.Array:
     return jnp.concatenate([jax.lax.slice_in_dim(array, a, b, axis=axis) for a, b in runs],
                            axis=axis)
@@ -95,16 +100,18 @@ first_product.defvjp(_first_forward, _first_pullback)
 
 
 def mlp_one(params: dict, tensors: jax.Array, precision: str, runs=None,
-            own_pullback: bool = False) -> jax.Array:
+            own_pullback: bool = False, sliced: bool = False) -> jax.Array:
     """``[I, outputs]``: one configuration's MLP on every row of ``tensors [I, T]``, on the
     columns ``runs`` only (``None``: all), as flax's ``MLP`` computes it otherwise.
 
     ``own_pullback``: the first layer is :func:`first_product` (the mapped layouts; under
-    ``vmap`` XLA's own pullback is faster)."""
+    ``vmap`` XLA's own pullback is faster); ``sliced``: ``tensors`` hold the columns
+    ``runs`` already (:func:`columns`), only the first layer's kernel is cut to them."""
     layers = _layers(params)
     (kernel, bias), rest = layers[0], layers[1:]
     if runs is not None:
-        tensors, kernel = _columns(tensors, runs, 1), _columns(kernel, runs, 0)
+        kernel = _columns(kernel, runs, 0)
+        tensors = tensors if sliced else _columns(tensors, runs, 1)
     if own_pullback:
         x = first_product(tensors, kernel, precision) + bias
     else:
@@ -115,12 +122,13 @@ def mlp_one(params: dict, tensors: jax.Array, precision: str, runs=None,
 
 
 def apply_one(networks: str, params: dict, tensors: jax.Array, players: jax.Array,
-              precision: str, runs=None, own_pullback: bool = False) -> jax.Array:
+              precision: str, runs=None, own_pullback: bool = False,
+              sliced: bool = False) -> jax.Array:
     """``[I, A]``: one configuration's network (``neural.networks``) on every information
     state, as :func:`neurd.neural.networks.network`'s module gives it (``runs``,
-    ``own_pullback``: :func:`mlp_one`'s)."""
+    ``own_pullback``, ``sliced``: :func:`mlp_one`'s)."""
     if networks == "shared":
-        return mlp_one(params, tensors, precision, runs, own_pullback)
-    first, second = (mlp_one(params[f"player_{p}"], tensors, precision, runs, own_pullback)
-                     for p in (0, 1))
+        return mlp_one(params, tensors, precision, runs, own_pullback, sliced)
+    first, second = (mlp_one(params[f"player_{p}"], tensors, precision, runs, own_pullback,
+                             sliced) for p in (0, 1))
     return jnp.where((players == 1)[:, None], second, first)
