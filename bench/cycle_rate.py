@@ -215,9 +215,60 @@ def _options(rows: list[dict]) -> str:
     return ", ".join(found) if found else "none"
 
 
-def section(rows: list[dict], command: str, load_before: str, load_after: str) -> str:
+COLUMNS = ("processor", "ISA", "CPU devices", "game", "N", "variant", "GFLOP/cycle",
+           "ms/cycle", "cycle GFLOP/s", "product GFLOP/s", "share", "passes alone, ms",
+           "passes alone, share", "XLA's defaults, ms/cycle", "options' speed-up", "date")
+RIGHT = {"CPU devices", "N", "GFLOP/cycle", "ms/cycle", "cycle GFLOP/s", "product GFLOP/s",
+         "share", "passes alone, ms", "passes alone, share", "XLA's defaults, ms/cycle",
+         "options' speed-up"}
+
+
+def _cells(r: dict, date: str) -> dict:
+    """A measured row as the table prints it, by column."""
+    return dict(zip(COLUMNS, (
+        r["processor"], r["xla_isa"], str(r["cpu_devices"]), r["game"],
+        str(r["configurations"]), r["variant"], f"{r['gflop']:.3g}",
+        f"{r['ms_per_cycle']:.1f}", f"{r['cycle_gflops']:.0f}", f"{r['product_gflops']:.0f}",
+        f"{r['share']:.0%}", f"{r['passes_ms']:.1f}", f"{r['passes_share']:.0%}",
+        f"{r['defaults_ms']:.1f}", f"{r['options_speedup']:.2f}x", date)))
+
+
+def earlier_rows(text: str) -> list[dict]:
+    """The rows of the section's table in ``text`` (an earlier run's), by column; a row of a
+    table without a date column takes the section's date."""
+    if HEADING not in text:
+        return []
+    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
+    dated = [line for line in section.splitlines() if line.startswith("Date: ")]
+    fallback = dated[0].removeprefix("Date: ").strip() if dated else ""
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    if len(lines) < 2:
+        return []
+    names = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = [dict(zip(names, (c.strip() for c in line.strip("|").split("|"))))
+            for line in lines[2:]]
+    return [dict({"date": fallback}, **r) for r in rows if set(COLUMNS) - {"date"} <= set(r)]
+
+
+def merged(earlier: list[dict], new: list[dict]) -> list[dict]:
+    """The new rows and the earlier rows of the processors this run did not measure (a run
+    replaces its own processor's rows and keeps the others'), grouped by processor."""
+    measured = {r["processor"] for r in new}
+    kept = [r for r in earlier if r["processor"] not in measured]
+    order = list(dict.fromkeys(r["processor"] for r in kept + new))
+    return sorted(kept + new, key=lambda r: order.index(r["processor"]))
+
+
+def section(rows: list[dict], command: str, load_before: str, load_after: str,
+            earlier: list[dict] | None = None) -> str:
+    """The section: this run's rows (``rows``, as measured) beside the ``earlier`` rows (by
+    column, as :func:`earlier_rows` reads them) of the processors it did not measure."""
+    today = datetime.date.today().isoformat()
+    table = merged(earlier or [], [_cells(r, today) for r in rows])
+    this = ", ".join(sorted({r["processor"] for r in rows}))
     lines = [HEADING, "", f"Command: `{command}`  ",
-             f"Date: {datetime.date.today().isoformat()}  ",
+             f"Date: {today} ({this}; the rows of other processors are of the dates they "
+             "give)  ",
              f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}", "",
              "A learning cycle's useful rate (its networks' products, `bench_cycle.cycle_flop`, "
              "over its wall time; default spec and variant, learned critic) against the rate "
@@ -236,19 +287,12 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str) -
              "*XLA's defaults*: the same cycle compiled without the learning programs' "
              "compiler options (`neurd.neural.programs.compiler_options`: "
              f"`{_options(rows)}`), timed in the same rounds; *options' speed-up*: the "
-             "median over rounds of its time over the cycle's.", "",
-             "| processor | ISA | CPU devices | game | N | variant | GFLOP/cycle | ms/cycle "
-             "| cycle GFLOP/s | product GFLOP/s | share | passes alone, ms "
-             "| passes alone, share | XLA's defaults, ms/cycle | options' speed-up |",
-             "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
-             "| ---: | ---: | ---: |"]
-    for r in rows:
-        lines.append(f"| {r['processor']} | {r['xla_isa']} | {r['cpu_devices']} | {r['game']} "
-                     f"| {r['configurations']} "
-                     f"| {r['variant']} | {r['gflop']:.3g} | {r['ms_per_cycle']:.1f} | "
-                     f"{r['cycle_gflops']:.0f} | {r['product_gflops']:.0f} | "
-                     f"{r['share']:.0%} | {r['passes_ms']:.1f} | {r['passes_share']:.0%} | "
-                     f"{r['defaults_ms']:.1f} | {r['options_speedup']:.2f}x |")
+             "median over rounds of its time over the cycle's. A run replaces the rows of "
+             "the processor it ran on and keeps the other processors' rows (each row's "
+             "*date*), so that the table holds every processor measured.", "",
+             "| " + " | ".join(COLUMNS) + " |",
+             "| " + " | ".join("---:" if c in RIGHT else "---" for c in COLUMNS) + " |"]
+    lines += ["| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in table]
     return "\n".join(lines + [""])
 
 
@@ -296,9 +340,10 @@ def main(argv=None) -> int:
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     command = "python bench/cycle_rate.py " + " ".join(argv if argv is not None
                                                        else sys.argv[1:])
-    new = section(rows, command.strip(), load_before, load_after)
     out = Path(args.out)
-    out.write_text(with_section(out.read_text() if out.exists() else "", new, HEADING))
+    text = out.read_text() if out.exists() else ""
+    new = section(rows, command.strip(), load_before, load_after, earlier_rows(text))
+    out.write_text(with_section(text, new, HEADING))
     print(new)
     return 0
 

@@ -53,26 +53,61 @@ def test_bad_arguments_are_refused(cycle_rate, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+def test_a_run_replaces_its_own_processors_rows_and_keeps_the_others(cycle_rate):
+    """Rows of a processor the run did not measure stay (with their date); its own are
+    replaced; an old table without a date column gives its rows the section's date."""
+    def measured(processor, ms):
+        return dict(processor=processor, xla_isa="AVX2", cpu_devices=2, game="goofspiel",
+                    configurations=60, variant="map_visited", gflop=3.63, ms_per_cycle=ms,
+                    cycle_gflops=100.0, product_gflops=200.0, share=0.5, passes_ms=20.0,
+                    passes_share=0.6, defaults_ms=ms, options_speedup=1.0)
+
+    # a table as written before it had a date column: its rows take the section's date
+    columns = [c for c in cycle_rate.COLUMNS if c != "date"]
+    values = ["AVX2", "2", "goofspiel", "60", "map_visited", "3.63", "{ms}", "100", "200",
+              "50%", "20.0", "60%", "{ms}", "1.00x"]
+    old = "\n".join([cycle_rate.HEADING, "", "Date: 2000-01-02  ", "",
+                     "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+                    + [f"| {name} | " + " | ".join(values).format(ms=ms) + " |"
+                       for name, ms in (("Alpha", "40.0"), ("Beta", "50.0"))])
+    earlier = cycle_rate.earlier_rows(old)
+    assert [(r["processor"], r["date"]) for r in earlier] == [("Alpha", "2000-01-02"),
+                                                              ("Beta", "2000-01-02")]
+    again = cycle_rate.section([measured("Beta", 30.0)], "c", "0", "0", earlier)
+    rows = _table(again, cycle_rate.HEADING)
+    assert [(r["processor"], r["ms/cycle"]) for r in rows] == [("Alpha", "40.0"),
+                                                               ("Beta", "30.0")]
+    assert rows[0]["date"] == "2000-01-02" and rows[1]["date"] != "2000-01-02"
+    assert cycle_rate.earlier_rows("no section here") == []
+
+
 def test_the_reading_quotes_the_table_above_it(cycle_rate):
-    """The reading's Goofspiel numbers (ms a cycle on one device and on one per core, and the
-    share then) are the ranges of the measured table's rows, as they print there."""
+    """For every processor of the table, the reading's Goofspiel numbers (ms a cycle on one
+    device and on one per core, and the share then) are the ranges of that processor's
+    rows, as they print there."""
     text = NEURAL.read_text()
-    rows = [r for r in _table(text, cycle_rate.HEADING) if r["game"] == "goofspiel"]
-    by_count = {}
-    for r in rows:
-        by_count.setdefault(int(r["CPU devices"]), []).append(r)
-    one, most = by_count[1], by_count[max(by_count)]
-    assert max(by_count) > 1, "the table has no row on one device per core"
+    table = [r for r in _table(text, cycle_rate.HEADING) if r["game"] == "goofspiel"]
+    processors = list(dict.fromkeys(r["processor"] for r in table))
+    assert processors, "the table has no Goofspiel row"
 
     def spread(rows, column):
         low, high = (f"{f(float(r[column].rstrip('%')) for r in rows):.0f}" for f in (min, max))
         return low if low == high else f"{low}-{high}"
 
-    quoted = re.search(r"takes Goofspiel's cycle there from (\d+(?:-\d+)?) ms\s+to "
-                       r"(\d+(?:-\d+)?) ms,\s+to (\d+(?:-\d+)?)% of the product rate", text)
-    assert quoted, "the reading's sentence quoting the table is not found"
-    assert quoted.groups() == (spread(one, "ms/cycle"), spread(most, "ms/cycle"),
-                               spread(most, "share"))
+    flat = re.sub(r"\s+", " ", text)
+    for processor in processors:
+        by_count = {}
+        for r in table:
+            if r["processor"] == processor:
+                by_count.setdefault(int(r["CPU devices"]), []).append(r)
+        assert max(by_count) > 1, f"{processor}: no row on one device per core"
+        one, most = by_count[1], by_count[max(by_count)]
+        quoted = re.search(r"Goofspiel's cycle on `" + re.escape(processor) + r"` from "
+                           r"(\d+(?:-\d+)?) ms to (\d+(?:-\d+)?) ms, to (\d+(?:-\d+)?)% of "
+                           r"the product rate", flat)
+        assert quoted, f"{processor}: the reading's sentence quoting the table is not found"
+        assert quoted.groups() == (spread(one, "ms/cycle"), spread(most, "ms/cycle"),
+                                   spread(most, "share")), processor
 
 
 def test_the_reading_quotes_the_visited_layouts_time_from_the_variants_table():
