@@ -238,10 +238,10 @@ def earlier_rows(text: str) -> list[dict]:
     table without a date column takes the section's date."""
     if HEADING not in text:
         return []
-    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
-    dated = [line for line in section.splitlines() if line.startswith("Date: ")]
+    body = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
+    dated = [line for line in body.splitlines() if line.startswith("Date: ")]
     fallback = dated[0].removeprefix("Date: ").strip() if dated else ""
-    lines = [line for line in section.splitlines() if line.startswith("|")]
+    lines = [line for line in body.splitlines() if line.startswith("|")]
     if len(lines) < 2:
         return []
     names = [c.strip() for c in lines[0].strip("|").split("|")]
