@@ -77,7 +77,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     from bench_cycle import cycle_flop, passes_flop
 
     from neurd import games as neurd_games
-    from neurd.machine import processor_model, xla_isa
+    from neurd.machine import xla_isa
     from neurd.names import GAMES
     from neurd.neural import programs, train, visited
     from neurd.neural.device import cpu_devices
@@ -118,7 +118,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
     def median(key):
         return statistics.median(r[key] for r in rounds_measured)
 
-    return dict(game=name, configurations=n, processor=processor_model(), xla_isa=xla_isa(),
+    return dict(game=name, configurations=n, processor=processor_name(), xla_isa=xla_isa(),
                 cpu_devices=cpu_devices(), variant=resolved.layout, gflop=flop / 1e9,
                 ms_per_cycle=median("ms"),
                 cycle_gflops=median("cycle"), product_gflops=median("product"),
@@ -187,6 +187,15 @@ def _passes_alone(spec, game, states, by_core):
         return by_core(lambda *xs: loop(cycles, *xs), *batched)
 
     return lambda cycles: jax.block_until_ready(program(jnp.int32(cycles), policy, critic))
+
+
+def processor_name() -> str:
+    """The processor as the table names it: its model and the instruction set XLA would use
+    on it unlimited (``AMD EPYC, AVX2``), so that two processors of one model name with
+    different instruction sets keep rows of their own."""
+    from neurd.machine import processor_model, xla_isa
+
+    return f"{processor_model()}, {xla_isa('')}"
 
 
 def _in_process(isa: str, devices: int, games, n: int, rounds: int,
@@ -265,7 +274,7 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str,
     column, as :func:`earlier_rows` reads them) of the processors it did not measure."""
     today = datetime.date.today().isoformat()
     table = merged(earlier or [], [_cells(r, today) for r in rows])
-    this = ", ".join(sorted({r["processor"] for r in rows}))
+    this = "; ".join(sorted({r["processor"] for r in rows}))
     lines = [HEADING, "", f"Command: `{command}`  ",
              f"Date: {today} ({this}; the rows of other processors are of the dates they "
              "give)  ",
@@ -289,7 +298,9 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str,
              f"`{_options(rows)}`), timed in the same rounds; *options' speed-up*: the "
              "median over rounds of its time over the cycle's. A run replaces the rows of "
              "the processor it ran on and keeps the other processors' rows (each row's "
-             "*date*), so that the table holds every processor measured.", "",
+             "*date*), so that the table holds every processor measured; a processor is "
+             "named by its model and the instruction set XLA uses on it unlimited (two "
+             "processors of one model name may differ in it).", "",
              "| " + " | ".join(COLUMNS) + " |",
              "| " + " | ".join("---:" if c in RIGHT else "---" for c in COLUMNS) + " |"]
     lines += ["| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in table]

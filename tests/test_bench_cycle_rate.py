@@ -34,6 +34,9 @@ def test_a_kuhn_cycle_is_measured_into_its_section(cycle_rate, tmp_path):
     assert "## Another section\n\nkept" in text
     (row,) = _table(text, cycle_rate.HEADING)
     assert (row["game"], row["N"], row["CPU devices"]) == ("kuhn", "12", "1")
+    # named by its model and its own instruction set, whatever XLA was limited to
+    from neurd.machine import processor_model, xla_isa
+    assert row["processor"] == f"{processor_model()}, {xla_isa('')}" == cycle_rate.processor_name()
     ms, share = float(row["ms/cycle"]), float(row["share"].rstrip("%"))
     assert ms > 0 and 0 < share <= 100
     assert float(row["XLA's defaults, ms/cycle"]) > 0
@@ -78,6 +81,12 @@ def test_a_run_replaces_its_own_processors_rows_and_keeps_the_others(cycle_rate)
     assert [(r["processor"], r["ms/cycle"]) for r in rows] == [("Alpha", "40.0"),
                                                                ("Beta", "30.0")]
     assert rows[0]["date"] == "2000-01-02" and rows[1]["date"] != "2000-01-02"
+    # one model name, two instruction sets: two processors, each keeping its own rows
+    both = cycle_rate.section([measured("Alpha, AVX512_BF16", 20.0)], "c", "0", "0",
+                              cycle_rate.earlier_rows(again.replace("| Alpha |",
+                                                                    "| Alpha, AVX2 |")))
+    assert [(r["processor"], r["ms/cycle"]) for r in _table(both, cycle_rate.HEADING)] == [
+        ("Alpha, AVX2", "40.0"), ("Beta", "30.0"), ("Alpha, AVX512_BF16", "20.0")]
     assert cycle_rate.earlier_rows("no section here") == []
 
 
