@@ -62,11 +62,23 @@ def _product_rate(seconds: float):
     return rate
 
 
-def _timed(function, cycles: int) -> float:
-    """Seconds a cycle: ``function(cycles)`` timed."""
-    start = time.perf_counter()
+def _timed(function, cycles: int, clock=time.perf_counter) -> float:
+    """Seconds of ``function(cycles)``."""
+    start = clock()
     function(cycles)
-    return (time.perf_counter() - start) / cycles
+    return clock() - start
+
+
+def per_cycle(function, cycles: int, repeats: int = 3,
+              clock=time.perf_counter) -> tuple[float, float]:
+    """``(seconds a cycle, seconds a segment)`` of ``function(cycles)``, a segment of
+    ``cycles`` cycles: a cycle is what one more cycle of a segment costs, ``function(cycles)``
+    less a segment's fixed cost (``function(0)``, the median of ``repeats``: the call, the
+    configurations' sharing between the devices, the policy table of the segment's end), which
+    a neural job pays once a segment, a segment being the cycles between two checkpoints
+    (about a thousand on average at the paper's length)."""
+    fixed = statistics.median(_timed(function, 0, clock) for _ in range(repeats))
+    return max(_timed(function, cycles, clock) - fixed, 0.0) / cycles, fixed
 
 
 def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) -> dict:
@@ -100,17 +112,18 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
 
     alone = _passes_alone(spec, game, states, train.by_core)
     run(2), alone(2), run_defaults(2)  # compile
-    cycles = max(2, int(seconds / max(_timed(run, 2), 1e-6)))
+    cycles = max(2, int(seconds / max(per_cycle(run, 2)[0], 1e-6)))
     resolved = train.Spec(layout=visited.cycle_layout(spec, game).name)
     flop, alone_flop = cycle_flop(compiled, resolved, n), passes_flop(compiled, resolved, n)
     rounds_measured = []
     for _ in range(rounds):
         before = product_rate()
-        wall, alone_wall = _timed(run, cycles), _timed(alone, cycles)
-        defaults_wall = _timed(run_defaults, cycles)
+        (wall, fixed), (alone_wall, _) = per_cycle(run, cycles), per_cycle(alone, cycles)
+        defaults_wall, _ = per_cycle(run_defaults, cycles)
         plain = (before + product_rate()) / 2
         rounds_measured.append(dict(share=flop / wall / 1e9 / plain, cycle=flop / wall / 1e9,
-                                    product=plain, ms=wall * 1e3, alone_ms=alone_wall * 1e3,
+                                    product=plain, ms=wall * 1e3, fixed_ms=fixed * 1e3,
+                                    alone_ms=alone_wall * 1e3,
                                     alone_share=alone_flop / alone_wall / 1e9 / plain,
                                     defaults_ms=defaults_wall * 1e3,
                                     speedup=defaults_wall / wall))
@@ -120,7 +133,7 @@ def _measure_game(name: str, n: int, rounds: int, seconds: float, product_rate) 
 
     return dict(game=name, configurations=n, processor=processor_name(), xla_isa=xla_isa(),
                 cpu_devices=cpu_devices(), variant=resolved.layout, gflop=flop / 1e9,
-                ms_per_cycle=median("ms"),
+                ms_per_cycle=median("ms"), segment_ms=median("fixed_ms"),
                 cycle_gflops=median("cycle"), product_gflops=median("product"),
                 share=median("share"), shares=[r["share"] for r in rounds_measured],
                 passes_ms=median("alone_ms"), passes_share=median("alone_share"),
@@ -190,12 +203,14 @@ def _passes_alone(spec, game, states, by_core):
 
 
 def processor_name() -> str:
-    """The processor as the table names it: its model and the instruction set XLA would use
-    on it unlimited (``AMD EPYC, AVX2``), so that two processors of one model name with
-    different instruction sets keep rows of their own."""
-    from neurd.machine import processor_model, xla_isa
+    """The processor as the table names it: its model, its family, model and stepping numbers
+    (:func:`neurd.machine.processor_id`) and the instruction set XLA would use on it unlimited
+    (``AMD EPYC (family 26 model 2 stepping 1), AVX512_BF16``), so that two processors of one
+    model name, of different generations or instruction sets, keep rows of their own."""
+    from neurd.machine import processor_id, processor_model, xla_isa
 
-    return f"{processor_model()}, {xla_isa('')}"
+    found = processor_id()
+    return f"{processor_model()}{f' ({found})' if found else ''}, {xla_isa('')}"
 
 
 def _in_process(isa: str, devices: int, games, n: int, rounds: int,
@@ -224,10 +239,11 @@ def _options(rows: list[dict]) -> str:
     return ", ".join(found) if found else "none"
 
 
+SEGMENT = "segment's fixed ms"  # a segment's cost beside its cycles' (per_cycle)
 COLUMNS = ("processor", "ISA", "CPU devices", "game", "N", "variant", "GFLOP/cycle",
-           "ms/cycle", "cycle GFLOP/s", "product GFLOP/s", "share", "passes alone, ms",
+           "ms/cycle", SEGMENT, "cycle GFLOP/s", "product GFLOP/s", "share", "passes alone, ms",
            "passes alone, share", "XLA's defaults, ms/cycle", "options' speed-up", "date")
-RIGHT = {"CPU devices", "N", "GFLOP/cycle", "ms/cycle", "cycle GFLOP/s", "product GFLOP/s",
+RIGHT = {"CPU devices", "N", "GFLOP/cycle", "ms/cycle", SEGMENT, "cycle GFLOP/s", "product GFLOP/s",
          "share", "passes alone, ms", "passes alone, share", "XLA's defaults, ms/cycle",
          "options' speed-up"}
 
@@ -237,14 +253,16 @@ def _cells(r: dict, date: str) -> dict:
     return dict(zip(COLUMNS, (
         r["processor"], r["xla_isa"], str(r["cpu_devices"]), r["game"],
         str(r["configurations"]), r["variant"], f"{r['gflop']:.3g}",
-        f"{r['ms_per_cycle']:.1f}", f"{r['cycle_gflops']:.0f}", f"{r['product_gflops']:.0f}",
+        f"{r['ms_per_cycle']:.1f}", f"{r['segment_ms']:.0f}",
+        f"{r['cycle_gflops']:.0f}", f"{r['product_gflops']:.0f}",
         f"{r['share']:.0%}", f"{r['passes_ms']:.1f}", f"{r['passes_share']:.0%}",
         f"{r['defaults_ms']:.1f}", f"{r['options_speedup']:.2f}x", date)))
 
 
 def earlier_rows(text: str) -> list[dict]:
     """The rows of the section's table in ``text`` (an earlier run's), by column; a row of a
-    table without a date column takes the section's date."""
+    table without a date column takes the section's date, one without the segment's fixed
+    cost ``-`` there (its cycle timed as whole segments of about a second, that cost in)."""
     if HEADING not in text:
         return []
     body = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
@@ -256,7 +274,8 @@ def earlier_rows(text: str) -> list[dict]:
     names = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = [dict(zip(names, (c.strip() for c in line.strip("|").split("|"))))
             for line in lines[2:]]
-    return [dict({"date": fallback}, **r) for r in rows if set(COLUMNS) - {"date"} <= set(r)]
+    optional = {"date": fallback, SEGMENT: "-"}
+    return [dict(optional, **r) for r in rows if set(COLUMNS) - set(optional) <= set(r)]
 
 
 def merged(earlier: list[dict], new: list[dict]) -> list[dict]:
@@ -286,7 +305,14 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str,
              "Each instruction set in its own process (`XLA_FLAGS=--xla_cpu_max_isa=AVX2` for "
              "AVX2), on one CPU device (XLA splitting each operation between the cores) and "
              "on one device per core, each running its share of the configurations (how a "
-             "neural job runs them). Goal: Goofspiel at 60 configurations at 50% or more "
+             "neural job runs them). A cycle's time is what one more cycle of a segment "
+             "costs (`per_cycle`): a segment of about a second of cycles, less a segment's "
+             "fixed cost, timed beside it (*segment's fixed ms*: the call, the sharing of the "
+             "configurations between the devices, the policy table at the segment's end), "
+             "which a neural job pays once between two checkpoints, about a thousand cycles "
+             "apart on average at the paper's length; a row with `-` there timed whole "
+             "segments of about a second, that cost included. "
+             "Goal: Goofspiel at 60 configurations at 50% or more "
              "under both instruction sets. "
              "*Passes alone*: the same layout's passes over every information state (the "
              "policy's pass and its pullback, the critic's pass) run by themselves, cycle "
@@ -299,8 +325,10 @@ def section(rows: list[dict], command: str, load_before: str, load_after: str,
              "median over rounds of its time over the cycle's. A run replaces the rows of "
              "the processor it ran on and keeps the other processors' rows (each row's "
              "*date*), so that the table holds every processor measured; a processor is "
-             "named by its model and the instruction set XLA uses on it unlimited (two "
-             "processors of one model name may differ in it).", "",
+             "named by its model, its family, model and stepping numbers where the system "
+             "gives them (`neurd.machine.processor_id`; rows named without them are of "
+             "earlier runs) and the instruction set XLA uses on it unlimited (two processors "
+             "of one model name may differ in both).", "",
              "| " + " | ".join(COLUMNS) + " |",
              "| " + " | ".join("---:" if c in RIGHT else "---" for c in COLUMNS) + " |"]
     lines += ["| " + " | ".join(r[c] for c in COLUMNS) + " |" for r in table]

@@ -34,13 +34,31 @@ def test_a_kuhn_cycle_is_measured_into_its_section(cycle_rate, tmp_path):
     assert "## Another section\n\nkept" in text
     (row,) = _table(text, cycle_rate.HEADING)
     assert (row["game"], row["N"], row["CPU devices"]) == ("kuhn", "12", "1")
-    # named by its model and its own instruction set, whatever XLA was limited to
-    from neurd.machine import processor_model, xla_isa
-    assert row["processor"] == f"{processor_model()}, {xla_isa('')}" == cycle_rate.processor_name()
+    # named by its model, its family and model numbers and its own instruction set, whatever
+    # XLA was limited to
+    from neurd.machine import processor_id, processor_model, xla_isa
+    assert row["processor"] == cycle_rate.processor_name()
+    assert row["processor"].startswith(processor_model())
+    assert row["processor"].endswith(f", {xla_isa('')}") and processor_id() in row["processor"]
     ms, share = float(row["ms/cycle"]), float(row["share"].rstrip("%"))
-    assert ms > 0 and 0 < share <= 100
+    assert ms > 0 and 0 < share <= 100 and float(row["segment's fixed ms"]) >= 0
     assert float(row["XLA's defaults, ms/cycle"]) > 0
     assert float(row["options' speed-up"].rstrip("x")) > 0
+
+
+def test_a_cycle_is_one_more_cycle_of_a_segment_its_fixed_cost_apart(cycle_rate):
+    """per_cycle: a segment of c cycles costs its fixed part and c cycles; a cycle is what one
+    more costs (the segment's fixed cost, the median of the empty segments, apart)."""
+    now, costs = [0.0], iter([0.05, 0.07, 0.06, 0.06 + 40 * 0.002])
+
+    def clock():
+        return now[0]
+
+    def segment(cycles):
+        now[0] += next(costs)
+
+    seconds, fixed = cycle_rate.per_cycle(segment, 40, repeats=3, clock=clock)
+    assert fixed == pytest.approx(0.06) and seconds == pytest.approx(0.002)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -62,11 +80,12 @@ def test_a_run_replaces_its_own_processors_rows_and_keeps_the_others(cycle_rate)
     def measured(processor, ms):
         return dict(processor=processor, xla_isa="AVX2", cpu_devices=2, game="goofspiel",
                     configurations=60, variant="map_visited", gflop=3.63, ms_per_cycle=ms,
+                    segment_ms=20.0,
                     cycle_gflops=100.0, product_gflops=200.0, share=0.5, passes_ms=20.0,
                     passes_share=0.6, defaults_ms=ms, options_speedup=1.0)
 
     # a table as written before it had a date column: its rows take the section's date
-    columns = [c for c in cycle_rate.COLUMNS if c != "date"]
+    columns = [c for c in cycle_rate.COLUMNS if c not in ("date", cycle_rate.SEGMENT)]
     values = ["AVX2", "2", "goofspiel", "60", "map_visited", "3.63", "{ms}", "100", "200",
               "50%", "20.0", "60%", "{ms}", "1.00x"]
     old = "\n".join([cycle_rate.HEADING, "", "Date: 2000-01-02  ", "",
@@ -76,6 +95,8 @@ def test_a_run_replaces_its_own_processors_rows_and_keeps_the_others(cycle_rate)
     earlier = cycle_rate.earlier_rows(old)
     assert [(r["processor"], r["date"]) for r in earlier] == [("Alpha", "2000-01-02"),
                                                               ("Beta", "2000-01-02")]
+    # a table as written before it timed a segment's fixed cost apart: "-" there
+    assert {r[cycle_rate.SEGMENT] for r in earlier} == {"-"}
     again = cycle_rate.section([measured("Beta", 30.0)], "c", "0", "0", earlier)
     rows = _table(again, cycle_rate.HEADING)
     assert [(r["processor"], r["ms/cycle"]) for r in rows] == [("Alpha", "40.0"),

@@ -56,6 +56,17 @@ def test_a_runs_provenance_names_the_processor_and_the_variant_run():
         assert found["kuhn"].startswith("map_used.") and found["leduc"].startswith("map_used.")
 
 
+def test_the_processor_is_told_apart_by_its_family_and_model_numbers():
+    """Two generations a virtual machine names alike ("AMD EPYC") differ in their numbers;
+    the first processor's are taken, the model name's line is not the model number."""
+    text = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+            "model name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\ncpu family\t: 25\n")
+    assert machine.processor_numbers(text) == "family 26 model 2 stepping 1"
+    assert machine.processor_numbers("model name\t: Some ARM thing\nmodel\t: x\n") == ""
+    assert machine.processor_numbers("") == ""
+    assert machine.cpu_description()["processor_id"] == machine.processor_id()
+
+
 @pytest.mark.parametrize("text", ["", "x"])
 def test_a_machine_without_cpuinfo_still_says_what_it_is(monkeypatch, text):
     monkeypatch.setattr(machine, "_cpuinfo", lambda: (None, frozenset()))

@@ -3,9 +3,10 @@
 On a CPU the float rounding of a float32 result, and its speed, move with the processor and
 with the instruction set XLA compiles for (``XLA_FLAGS=--xla_cpu_max_isa=AVX2`` makes a
 machine with AVX-512 compile as one with AVX2 only does): :func:`cpu_description` names the
-processor's model (``/proc/cpuinfo``'s model name, else :func:`platform.processor`), that
-instruction set (:func:`xla_isa`), the threads the process may use and the XLA flags in
-force.  Every table's metadata (:func:`neurd.tables.write_table`), a run's provenance and
+processor's model (``/proc/cpuinfo``'s model name, else :func:`platform.processor`), its
+family, model and stepping numbers (:func:`processor_id`: a virtual machine's model name can
+be as bare as ``AMD EPYC`` for processors of different generations), that instruction set
+(:func:`xla_isa`), the threads the process may use and the XLA flags in force.  Every table's metadata (:func:`neurd.tables.write_table`), a run's provenance and
 each piece of a neural job record it.
 """
 
@@ -50,6 +51,31 @@ def processor_model() -> str:
     return model or platform.processor() or platform.machine() or "unknown"
 
 
+@functools.lru_cache(maxsize=1)
+def processor_id() -> str:
+    """The processor's family, model and stepping numbers as ``/proc/cpuinfo`` gives them
+    (``family 26 model 2 stepping 1``), which tell apart two generations a virtual machine
+    names alike; empty where the system does not say (not Linux, not x86)."""
+    try:
+        return processor_numbers(Path("/proc/cpuinfo").read_text(encoding="utf-8",
+                                                                  errors="replace"))
+    except OSError:
+        return ""
+
+
+def processor_numbers(cpuinfo: str) -> str:
+    """:func:`processor_id` of a ``/proc/cpuinfo`` text (its first processor's numbers)."""
+    found = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key in ("cpu family", "model", "stepping") and key not in found:
+            found[key] = value.strip()
+    return " ".join(f"{name} {found[key]}" for key, name in (
+        ("cpu family", "family"), ("model", "model"), ("stepping", "stepping"))
+        if found.get(key, "").isdigit())
+
+
 def xla_isa(xla_flags: str | None = None) -> str:
     """The instruction set XLA's CPU backend compiles for here: the best of :data:`ISAS` this
     processor has (each needing the ones before it), capped by ``--xla_cpu_max_isa`` in
@@ -84,9 +110,10 @@ def threads() -> int:
 
 
 def cpu_description() -> dict:
-    """Processor model, the instruction set XLA uses, threads and the XLA flags in force."""
-    return {"processor": processor_model(), "isa": xla_isa(), "threads": threads(),
-            "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    """Processor model and its :func:`processor_id`, the instruction set XLA uses, threads and
+    the XLA flags in force."""
+    return {"processor": processor_model(), "processor_id": processor_id(), "isa": xla_isa(),
+            "threads": threads(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
 def available_memory_bytes() -> float | None:
