@@ -2,8 +2,9 @@
 
 A cycle (:func:`neurd.neural.train.run_segment`, default spec but for the
 variant) runs a few times under :mod:`jax.profiler`; the Perfetto trace's
-events of each XLA operation (a thunk on a CPU, a kernel on a GPU) are summed
-and divided by the cycles.  Each operation is described from the compiled
+events of each XLA operation (a thunk on a CPU, a kernel on a GPU) are summed,
+less the operations nested in them (a ``while`` loop's own time is its control, not its
+body's), and divided by the cycles.  Each operation is described from the compiled
 program's HLO: its result's shape and the JAX operation it came from (the last
 parts of its ``op_name``: ``vmap(transpose(jvp()))/dot_general`` is a weight
 gradient's product).  The profiler adds its own cost, so the times under it
@@ -65,17 +66,34 @@ def hlo_descriptions(hlo_text: str) -> dict[str, tuple[str, str]]:
 
 
 def operation_times(trace: dict, known: set[str]) -> tuple[dict, dict]:
-    """``({operation: summed microseconds}, {operation: count})`` of a Perfetto trace's
+    """``({operation: microseconds of its own}, {operation: count})`` of a Perfetto trace's
     complete events that are XLA operations: an event naming its ``hlo_op`` (a GPU kernel),
-    or one whose name is an instruction of ``known`` (a CPU thunk)."""
+    or one whose name is an instruction of ``known`` (a CPU thunk).  An operation's own time
+    is its events' durations less those of the operations nested in them on the same thread
+    (a ``while`` loop's body, a called computation's operations), so that no time is
+    counted twice."""
     total, count = collections.Counter(), collections.Counter()
+    threads = collections.defaultdict(list)
     for event in trace.get("traceEvents", []):
         if event.get("ph") != "X":
             continue
         name = (event.get("args") or {}).get("hlo_op") or event.get("name", "")
         if name in known or (event.get("args") or {}).get("hlo_op"):
-            total[name] += float(event.get("dur", 0.0))
+            duration = float(event.get("dur", 0.0))
+            total[name] += duration
             count[name] += 1
+            if "ts" in event:
+                threads[(event.get("pid"), event.get("tid"))].append(
+                    (float(event["ts"]), duration, name))
+    for events in threads.values():
+        events.sort(key=lambda e: (e[0], -e[1]))
+        open_ = []  # the events that contain the current one, outermost first
+        for start, duration, name in events:
+            while open_ and open_[-1][0] + open_[-1][1] <= start:
+                open_.pop()
+            if open_:
+                total[open_[-1][2]] -= duration
+            open_.append((start, duration, name))
     return dict(total), dict(count)
 
 
@@ -188,7 +206,8 @@ def main(argv=None) -> int:
              f"Date: {datetime.date.today().isoformat()}  ",
              f"Machine: {describe(('jax', 'jaxlib', 'flax', 'optax'))}", "",
              "Each game's cycle (default spec, the variant named) timed by JAX's profiler, "
-             "its XLA operations summed per cycle, the longest first; `result` and `from` "
+             "its XLA operations' own time per cycle (less that of the operations nested in "
+             "them: a `while` loop's is its control's), the longest first; `result` and `from` "
              "are the operation's HLO (its shape, and the JAX operation it came from). "
              "Several threads run at once, so the shares are of the operations' summed time.",
              ""]

@@ -36,6 +36,21 @@ def test_only_the_programs_operations_are_summed(profile_cycle):
     assert count == {"dot.65": 2, "fusion.3": 1}
 
 
+def test_an_operation_counts_its_own_time_not_that_of_the_operations_in_it(profile_cycle):
+    """A while loop's events contain its body's operations on the same thread: the loop
+    keeps its own time only; an operation on another thread at the same time is not in it."""
+    trace = {"traceEvents": [
+        {"ph": "X", "name": "while.5", "ts": 0.0, "dur": 100.0, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "dot.65", "ts": 10.0, "dur": 30.0, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "ynn_fusion.7", "ts": 50.0, "dur": 20.0, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "dot.65", "ts": 20.0, "dur": 60.0, "pid": 1, "tid": 2},
+        {"ph": "X", "name": "dot.65", "ts": 100.0, "dur": 5.0, "pid": 1, "tid": 1},
+    ]}
+    total, count = profile_cycle.operation_times(trace, {"while.5", "dot.65", "ynn_fusion.7"})
+    assert total == {"while.5": 50.0, "dot.65": 95.0, "ynn_fusion.7": 20.0}
+    assert count == {"while.5": 1, "dot.65": 3, "ynn_fusion.7": 1}
+
+
 def test_a_kuhn_cycle_is_profiled_into_its_section(profile_cycle, tmp_path):
     out = tmp_path / "NEURAL.md"
     out.write_text("# Report\n\n## Before\n\ntext\n\n## After\n\nmore\n")
