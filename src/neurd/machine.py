@@ -6,8 +6,9 @@ machine with AVX-512 compile as one with AVX2 only does): :func:`cpu_description
 processor's model (``/proc/cpuinfo``'s model name, else :func:`platform.processor`), its
 family, model and stepping numbers (:func:`processor_id`: a virtual machine's model name can
 be as bare as ``AMD EPYC`` for processors of different generations), that instruction set
-(:func:`xla_isa`), the threads the process may use and the XLA flags in force.  Every table's metadata (:func:`neurd.tables.write_table`), a run's provenance and
-each piece of a neural job record it.
+(:func:`xla_isa`), the threads the process may use and the XLA flags in force.  Every
+table's metadata (:func:`neurd.tables.write_table`), a run's provenance and each piece of a
+neural job record it.
 """
 
 from __future__ import annotations
