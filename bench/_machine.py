@@ -10,14 +10,11 @@ import jax
 
 
 def describe(packages) -> str:
-    """CPU model, logical CPUs, Python, the versions of ``packages`` and the JAX devices."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = next(line.split(":", 1)[1].strip() for line in handle
-                       if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    """CPU model (and its family, model and stepping numbers: ``neurd.machine``), logical CPUs,
+    Python, the versions of ``packages`` and the JAX devices."""
+    from neurd.machine import processor_id, processor_model
+
+    cpu = processor_model() + (f" ({processor_id()})" if processor_id() else "")
     versions = ", ".join(f"{p} {importlib.metadata.version(p)}" for p in packages)
     devices = ", ".join(str(d) for d in jax.devices())
     return (f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}; "
