@@ -148,8 +148,9 @@ def test_one_sampler_pass_draws_the_separate_batches(compiled, name):
     tree = histories.history_tree(game, jnp.float32)
     policy = jnp.asarray(np.where(game.infostate_legal, 1.0, 0.0) /
                          game.infostate_legal.sum(-1, keepdims=True), jnp.float32)
-    keys = list(jax.random.split(jax.random.PRNGKey(3), 3))
-    sizes = (4, 4, 64)
+    # three batches of one size (drawn in one vmapped call), one of another, one alone again
+    keys = list(jax.random.split(jax.random.PRNGKey(3), 5))
+    sizes = (4, 4, 4, 64, 4)
     merged = sampler.sample_batches(tree, policy, keys, sizes, 0.1, -1.0)
     for key, size, batch in zip(keys, sizes, merged):
         alone = sampler.sample(tree, policy, key, size, 0.1, -1.0)

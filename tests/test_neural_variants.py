@@ -157,6 +157,31 @@ def test_used_columns_are_the_non_zero_columns_as_runs(compiled):
             used, np.flatnonzero(np.any(game.infostate_tensor != 0, axis=0)))
 
 
+def test_a_kernel_cut_by_one_gather_is_the_slices_bit_for_bit_and_so_is_its_gradient(compiled):
+    """passes.kernel_rows (one gather, a gather back) against the runs' slices concatenated
+    (whose transposes are pads): the same rows, and the same gradient, zero on the rows not
+    read, under jit and vmap."""
+    runs = passes.used_columns(compiled["goofspiel"].infostate_tensor)
+    total = compiled["goofspiel"].infostate_tensor.shape[1]
+    kernels = jnp.asarray(np.random.default_rng(5).standard_normal((3, total, 7)), jnp.float32)
+
+    def by_slices(kernel):
+        return jnp.concatenate([kernel[a:b] for a, b in runs])
+
+    assert passes.kernel_rows(kernels[0], runs).shape == (50, 7)
+    np.testing.assert_array_equal(jax.jit(lambda k: passes.kernel_rows(k, runs))(kernels[0]),
+                                  by_slices(kernels[0]))
+
+    def loss(cut):
+        return lambda k: jnp.sum(jnp.sin(cut(k)) * jnp.arange(7.0))
+
+    ours = jax.jit(jax.vmap(jax.grad(loss(lambda k: passes.kernel_rows(k, runs)))))(kernels)
+    theirs = jax.jit(jax.vmap(jax.grad(loss(by_slices))))(kernels)
+    np.testing.assert_array_equal(ours, theirs)
+    unused = np.setdiff1d(np.arange(total), np.concatenate([np.arange(a, b) for a, b in runs]))
+    assert unused.size == total - 50 and not np.any(np.asarray(ours)[:, unused])
+
+
 class Unrolled(layouts.Layout):
     """Each configuration's pass in turn, stacked (a Python loop, unrolled when traced): a
     layout as a user would add one."""

@@ -62,9 +62,27 @@ def sample_batches(tree: HistoryTree, policy: jax.Array, keys, sizes, eta=0.0, s
                    ) -> list[Episodes]:
     """Several batches under one policy table in one pass: batch ``j`` has ``sizes[j]``
     episodes drawn from ``keys[j]``, the very episodes :func:`sample` draws from that key."""
-    drawn = jnp.concatenate([uniforms(k, tree.depth, n, policy.dtype)
-                             for k, n in zip(keys, sizes)], axis=1)
+    drawn = jnp.concatenate(batch_uniforms(keys, sizes, tree.depth, policy.dtype), axis=1)
     return split_tree(sample_uniforms(tree, policy, drawn, eta, sign), sizes)
+
+
+def batch_uniforms(keys, sizes, depth: int, dtype=jnp.float32) -> list[jax.Array]:
+    """``[D, sizes[j]]`` per batch: :func:`uniforms` of ``keys[j]``, the batches of one size
+    next to each other drawn in one vmapped call (the same numbers as a call per batch: a
+    cycle's four critic batches are one draw of the random-number generator, not four)."""
+    drawn, start = [], 0
+    while start < len(sizes):
+        stop = start
+        while stop < len(sizes) and sizes[stop] == sizes[start]:
+            stop += 1
+        if stop - start == 1:
+            drawn.append(uniforms(keys[start], depth, sizes[start], dtype))
+        else:
+            group = jax.vmap(lambda k, n=sizes[start]: uniforms(k, depth, n, dtype))(
+                jnp.stack(list(keys[start:stop])))  # [G, D, n]
+            drawn.extend(group[j] for j in range(stop - start))
+        start = stop
+    return drawn
 
 
 def split_tree(tree, sizes) -> list:
