@@ -21,6 +21,7 @@ Shapes: ``N`` episodes, ``D`` the game's depth (steps, decisions or not).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 import jax
@@ -70,18 +71,14 @@ def batch_uniforms(keys, sizes, depth: int, dtype=jnp.float32) -> list[jax.Array
     """``[D, sizes[j]]`` per batch: :func:`uniforms` of ``keys[j]``, the batches of one size
     next to each other drawn in one vmapped call (the same numbers as a call per batch: a
     cycle's four critic batches are one draw of the random-number generator, not four)."""
-    drawn, start = [], 0
-    while start < len(sizes):
-        stop = start
-        while stop < len(sizes) and sizes[stop] == sizes[start]:
-            stop += 1
-        if stop - start == 1:
-            drawn.append(uniforms(keys[start], depth, sizes[start], dtype))
-        else:
-            group = jax.vmap(lambda k, n=sizes[start]: uniforms(k, depth, n, dtype))(
-                jnp.stack(list(keys[start:stop])))  # [G, D, n]
-            drawn.extend(group[j] for j in range(stop - start))
-        start = stop
+    drawn = []
+    for size, group in itertools.groupby(zip(keys, sizes), key=lambda pair: pair[1]):
+        same = [key for key, _ in group]
+        if len(same) == 1:
+            drawn.append(uniforms(same[0], depth, size, dtype))
+        else:  # [G, D, size], one batch a row
+            drawn.extend(jax.vmap(lambda k, n=size: uniforms(k, depth, n, dtype))(
+                jnp.stack(same)))
     return drawn
 
 
