@@ -19,8 +19,9 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
 
 1. **prices** the blocks with this processor's throughput (ms per learning cycle of each game
    and critic at N = 12, 24, 60, 120 configurations, the checkpoint evaluation, a job's
-   start-up): the rows of this processor model, instruction set, jax and neural code in
-   ``bench/cpu/<processor>.json``, else measured here (one program at a time, a few minutes)
+   start-up): the rows of this processor (its model and instruction set name the file
+   ``bench/cpu/<processor>.json``, its family, model and stepping numbers its rows), jax and
+   neural code there, else measured here (one program at a time, a few minutes)
    and added to that file, so that the next start on such a processor computes at once (kept
    only where nothing else kept the CPU busy meanwhile, other processes or the hypervisor
    taking its time (steal): a measurement at nice 19 beside busy work would price every

@@ -444,6 +444,43 @@ def test_a_measurement_beside_busy_work_is_seen_as_such():
     assert share > cpu_run.QUIET_CORES, share
 
 
+
+def test_a_throughput_row_prices_only_the_processor_it_was_measured_on(tmp_path):
+    """Two processors of one model name and instruction set share a throughput file, each
+    row stamped with the processor's family, model and stepping numbers: each reads back its
+    own rows only, keeping one's rows does not drop the other's, and a row without the numbers
+    (of a file written before they were recorded) prices no processor."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
+
+    first = {"processor": "AMD EPYC", "isa": "AVX512_BF16", "jax": "0.1",
+             "processor_id": "family 26 model 2 stepping 1"}
+    second = dict(first, processor_id="family 25 model 17 stepping 1")
+
+    def rows(ms):
+        return [{"game": "kuhn", "configurations": n, "ms_per_cycle": ms,
+                 "revision_code": "abc", "jax": "0.1"} for n in (12, 24)]
+
+    tables = tmp_path / "tables"
+    path = cpu_run.keep_rows(tables, first, rows(1.0))
+    assert cpu_run.keep_rows(tables, second, rows(2.0)) == path
+    for cpu, ms in ((first, 1.0), (second, 2.0)):
+        mine = cpu_run.known_rows(tables, cpu, "abc")
+        assert [r["ms_per_cycle"] for r in mine] == [ms, ms]
+        assert {r["processor_id"] for r in mine} == {cpu["processor_id"]}
+    # measured again on the first: its rows replaced, the second's kept
+    cpu_run.keep_rows(tables, first, rows(3.0))
+    assert [r["ms_per_cycle"] for r in cpu_run.known_rows(tables, first, "abc")] == [3.0, 3.0]
+    assert [r["ms_per_cycle"] for r in cpu_run.known_rows(tables, second, "abc")] == [2.0, 2.0]
+    assert cpu_run.known_rows(tables, first, "other code") == []
+    assert cpu_run.known_rows(tables, dict(first, isa="AVX2"), "abc") == []
+    kept = json.loads(path.read_text())
+    kept["rows"] = [{k: v for k, v in r.items() if k != "processor_id"} for r in kept["rows"]]
+    path.write_text(json.dumps(kept))
+    assert cpu_run.known_rows(tables, first, "abc") == []
+    assert cpu_run.known_rows(tables, dict(first, processor_id=""), "abc") == []
+
+
 @pytest.mark.workflow
 def test_a_group_cut_in_half_is_held_published_and_completed(tmp_path, monkeypatch):
     """A Kuhn seed whose learned block finished while its exact block was stopped (a group cut

@@ -1,5 +1,5 @@
 """The background CPU allocation's run: this processor's throughput (measured once per
-processor model and code, kept in ``bench/cpu``), the jobs' environment, and the blocks of
+processor and code, kept in ``bench/cpu``), the jobs' environment, and the blocks of
 the CPU plan, one at a time, each stopped with its state before the deadline, then packed."""
 
 from __future__ import annotations
@@ -49,31 +49,44 @@ def processor() -> dict:
 
 
 def table_path(tables: Path, cpu: dict) -> Path:
-    """The throughput file of a processor model and instruction set."""
+    """The throughput file of a processor model and instruction set (the processors of one
+    model name and instruction set share it: each row names its ``processor_id``)."""
     slug = re.sub(r"[^a-z0-9]+", "-", f"{cpu['processor']} {cpu['isa']}".lower()).strip("-")
     return tables / f"{slug}.json"
 
 
+def _ours(row: dict, cpu: dict, code: str) -> bool:
+    """Whether a kept row is of this processor (its family, model and stepping numbers:
+    two generations a virtual machine names alike differ twofold in speed), jax and code; a
+    row naming no processor numbers is of none."""
+    return (row.get("revision_code") == code and row.get("jax") == cpu["jax"]
+            and bool(row.get("processor_id")) and row.get("processor_id") == cpu["processor_id"])
+
+
 def known_rows(tables: Path, cpu: dict, code: str) -> list[dict]:
-    """The rows of this processor, instruction set, jax and neural code kept in ``tables``."""
+    """The rows of this processor (:func:`_ours`), instruction set, jax and neural code kept
+    in ``tables``."""
     try:
         kept = json.loads(table_path(tables, cpu).read_text())
     except (OSError, ValueError):
         return []
-    return [r for r in kept.get("rows", []) if r.get("revision_code") == code
-            and r.get("jax") == cpu["jax"] and kept.get("isa") == cpu["isa"]]
+    if kept.get("isa") != cpu["isa"]:
+        return []
+    return [r for r in kept.get("rows", []) if _ours(r, cpu, code)]
 
 
 def keep_rows(tables: Path, cpu: dict, rows: list[dict]) -> Path:
-    """Add measured rows to the processor's throughput file (rows of another code kept)."""
+    """Add measured rows, stamped with this processor's ``processor_id``, to the processor's
+    throughput file (the rows of another code, jax or processor kept)."""
     path = table_path(tables, cpu)
     try:
         kept = json.loads(path.read_text())
     except (OSError, ValueError):
         kept = {"processor": cpu["processor"], "isa": cpu["isa"], "rows": []}
+    rows = [dict(r, processor_id=cpu["processor_id"]) for r in rows]
     codes = {(r["revision_code"], r["jax"]) for r in rows}
     kept["rows"] = [r for r in kept["rows"] if (r.get("revision_code"), r.get("jax"))
-                    not in codes] + rows
+                    not in codes or r.get("processor_id") != cpu["processor_id"]] + rows
     tables.mkdir(parents=True, exist_ok=True)
     save_json(path, kept)
     return path
