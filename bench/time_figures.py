@@ -8,9 +8,10 @@ In the clone, in order: the venv (``make .venv/.installed``, timed), the probe o
 :func:`neurd.expected_time.probe` (in a fresh process, as ``make figures`` runs it), the
 config check and Snakemake as ``make figures`` runs them (timed), and optionally ``make
 test``.  From Snakemake's benchmark files it takes the neural jobs' share of the run's CPU
-seconds.  The run is added to ``--out`` (one entry per processor, instruction set and config:
-a new run replaces the one it repeats), with the processor, the instruction set XLA compiled
-for, the revision and the date; the README and docs/performance.md quote these entries.
+seconds.  The run is added to ``--out`` (one entry per processor, its family, model and
+stepping numbers, instruction set and config: a new run replaces the one it repeats), with the
+processor, the instruction set XLA compiled for, the revision and the date; the README and
+docs/performance.md quote these entries.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
              "xla_flags": args.xla_flags, "cores": args.cores, "venv_seconds": venv,
              "check_seconds": check, "snakemake_seconds": snakemake, "test_seconds": test,
              "probe": probe, "neural_share": neural_share(clone / "results" / "benchmarks")}
-    keep(Path(args.out), entry, ("config", "processor", "isa"))
+    keep(Path(args.out), entry, ("config", "processor", "processor_id", "isa"))
     return 0
 
 

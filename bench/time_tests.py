@@ -81,7 +81,7 @@ def main(argv=None) -> int:
         sys.exit(f"a part failed: {failed}: not kept")
     entry = {**clone_machine(clone, env), "xla_flags": args.xla_flags, "note": args.note,
              "parts": {part: s for part, s in zip(args.parts, sessions)}}
-    keep(Path(args.out), entry, ("processor", "isa"))
+    keep(Path(args.out), entry, ("processor", "processor_id", "isa"))
     return 0
 
 

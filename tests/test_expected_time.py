@@ -39,6 +39,37 @@ def test_references_are_those_of_the_config(tmp_path):
     assert expected_time.references(tmp_path / "absent.json", "default.yaml") == []
 
 
+
+def test_two_processors_of_one_model_name_are_two_runs_each_named_by_its_numbers(tmp_path):
+    """A run timed on a processor whose model name and instruction set an earlier run shares
+    but whose family, model and stepping numbers differ is kept beside it, not in its place,
+    and the tables and the expectation name each by its numbers; a run of the same numbers
+    replaces the one it repeats, and a run recorded without numbers is named by its model."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from _timed import keep  # bench/_timed.py
+
+    out, same = tmp_path / "figures_time.json", ("config", "processor", "processor_id", "isa")
+    old = dict(REFERENCE, date="2000-01-01", revision="a" * 40)  # no processor_id recorded
+    keep(out, old, ("config", "processor", "isa"))
+    first = dict(old, processor_id="family 26 model 2 stepping 1", snakemake_seconds=300.0)
+    second = dict(first, processor_id="family 25 model 17 stepping 1", snakemake_seconds=450.0)
+    for entry in (first, second, dict(first, snakemake_seconds=310.0)):
+        keep(out, entry, same)
+    runs = json.loads(out.read_text())["runs"]
+    assert sorted((r.get("processor_id", ""), r["snakemake_seconds"]) for r in runs) == [
+        ("", 600.0), ("family 25 model 17 stepping 1", 450.0),
+        ("family 26 model 2 stepping 1", 310.0)]
+    table = expected_time.times_table(runs)
+    assert [line.split(" | ")[0] for line in table.splitlines()[2:]] == [
+        "| CPU A", "| CPU A (family 25 model 17 stepping 1)",
+        "| CPU A (family 26 model 2 stepping 1)"]
+    said = expected_time.expectation({"neural": 10.0, "tabular": 2.0}, runs, "AVX512")
+    assert "CPU A (family 26 model 2 stepping 1), AVX512: 5 min" in said
+
+
 @pytest.mark.parametrize("name", ["default.yaml", "smoke.yaml", "paper.yaml"])
 def test_the_repository_references_are_well_formed(name):
     """bench/figures_time.json's runs each name the processor, its instruction set, the time

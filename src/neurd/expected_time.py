@@ -89,11 +89,19 @@ def expectation(here: Mapping[str, float], runs: Sequence[Mapping], isa: str) ->
     low, high = min(seconds), max(seconds)
     said = _minutes(low) if math.isclose(low, high, rel_tol=0.1) else \
         f"{_minutes(low)} to {_minutes(high)}"
-    basis = "; ".join(f"{r['processor']}, {r['isa']}: {_minutes(float(r['snakemake_seconds']))}"
+    basis = "; ".join(f"{named(r)}, {r['isa']}: {_minutes(float(r['snakemake_seconds']))}"
                       for r in mine)
     return (f"make figures: about {said} on this machine (its probe: neural "
             f"{here['neural']:.1f} s, tabular {here['tabular']:.1f} s; timed whole on {basis}); "
             "each job's progress line then says its own ETA")
+
+
+def named(run: Mapping) -> str:
+    """A timed run's processor as the tables name it: its model, and its family, model and
+    stepping numbers where the run recorded them (``AMD EPYC (family 25 model 17 stepping
+    1)``: one model name covers processors twice as fast as each other)."""
+    numbers = run.get("processor_id")
+    return f"{run['processor']} ({numbers})" if numbers else str(run["processor"])
 
 
 def times_table(runs: Sequence[Mapping]) -> str:
@@ -103,7 +111,7 @@ def times_table(runs: Sequence[Mapping]) -> str:
     for run in sorted(runs, key=lambda r: -float(r["snakemake_seconds"])):
         setup = float(run.get("venv_seconds") or 0) + float(run.get("check_seconds") or 0)
         test = run.get("test_seconds")
-        lines.append(f"| {run['processor']} | {run['isa']} | "
+        lines.append(f"| {named(run)} | {run['isa']} | "
                      f"{_clock(float(run['snakemake_seconds']))} | {_clock(setup)} | "
                      f"{_clock(float(test)) if test else '-'} | {run['date']}, "
                      f"{str(run['revision'])[:7]} | {run.get('note', '')} |")
@@ -133,7 +141,7 @@ def tests_table(runs: Sequence[Mapping]) -> str:
                                     for seconds, _, test in parts[part]["slowest"][
                                         :TESTS_SLOWEST])
             for part in ("test", "test-long") if part in parts)
-        lines.append(f"| {run['processor']} | {run['isa']} | "
+        lines.append(f"| {named(run)} | {run['isa']} | "
                      f"{clock(parts.get('test'))} | {clock(parts.get('test-long'))} | {slowest} | "
                      f"{run['date']}, {str(run['revision'])[:7]} | {run.get('note', '')} |")
     return "\n".join(lines) + "\n"
