@@ -106,8 +106,9 @@ gpu-allocation-inputs: paper-inputs
 
 # This machine's CPU in the background (docs/paper-scale.md): starts an allocation of
 # MINUTES (150 unless given) detached from the shell, at nice 19, and returns at once; its
-# log and status say what it does; stop it early with cpu-allocation-stop; publish what it
-# packed into CPU_OUT with publish-blocks, and commit.
+# log and status say what it does; stop it early with cpu-allocation-stop (which, after an
+# allocation ended without packing, packs what it left); publish what it packed into CPU_OUT
+# with publish-blocks, and commit.
 CPU_MINUTES = $(if $(filter command line environment,$(origin MINUTES)),$(MINUTES),150)
 CPU_OUT ?= $(PAPER_RESULTS)/cpu-allocation-out
 cpu-allocation: paper-inputs

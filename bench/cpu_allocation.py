@@ -37,6 +37,11 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
    (Kuhn) is planned only where every critic finishes, and packed only then;
 4. **packs** the finished blocks and the states of those stopped into ``--out``
    (``blocks.json``, ``blocks.tar.NNN``, ``allocation.json``: the report, rewritten as it goes).
+
+An allocation that ends without packing (killed, or the machine stopped under it) named in
+its report, after every job, what it had finished and the state of the job running; the next
+``start`` or ``stop`` packs it (``allocating.background.pack_left``: the jobs it left running
+killed first), as its own stop would have, and ``start`` then refuses until it is published.
 """
 
 from __future__ import annotations

@@ -205,6 +205,76 @@ def test_a_group_is_packed_finished_only_whole_else_held_in_progress(tmp_path, m
             [tmp_path / "state" / other] if exact == "stopped" else [])
 
 
+class _Died(Exception):
+    """The allocation's process ended under it (killed, the machine stopped)."""
+
+
+@pytest.mark.parametrize("dies", ["exact", "learned"])
+def test_what_an_allocation_that_died_left_is_packed_as_its_stop_would_have(tmp_path,
+                                                                           monkeypatch, dies):
+    """An allocation whose process ends without packing leaves in its report the blocks it
+    finished, the states its running group kept and the job running; stop (none running) packs
+    them as the allocation's own stop would have: the finished group whole, the group cut
+    short held in progress (the learned block's state at its last row, the exact block's state
+    saved last), every member once; a second stop packs nothing again."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from allocating import background
+    from allocating import cpu as cpu_run
+    from allocating.background import Places
+
+    from neurd.resume_states import state_folder
+
+    places = Places(SimpleNamespace(**{k: tmp_path / k for k in (
+        "results", "publication", "work", "out", "tables")}))
+    (tmp_path / "results/config").mkdir(parents=True)
+    (tmp_path / "results/config/neural.json").write_text(json.dumps(PAPER))
+    bg = cpu_run.Background(places, time.time() + 3600.0, 60.0)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    bg.report.step("start", pid=int(gone.stdout))  # a process that has ended
+    calls = []
+
+    def fake_run_block(report, cfg, block, results, env, deadline, publication, variant,
+                       **keywords):
+        calls.append(block.name)
+        folder = places.run / f"neural/kuhn/blocks/{block.name}"
+        state = places.run / state_folder("kuhn", block.name)
+        for path in (folder, state):
+            path.mkdir(parents=True, exist_ok=True)
+        (folder / "run.log").write_text(f"{block.name}\n")
+        (state / "meta.json").write_text(json.dumps({"parts": [], "block": block.name}))
+        assert report.data["current"]["state"] == str(state)
+        if len(calls) == (4 if dies == "exact" else 3):  # in the second group's job of it
+            raise _Died
+        for name in ("curves.parquet", "policies.parquet"):
+            (folder / name).write_bytes(block.name.encode())
+        (state / "run.log").write_text(f"{block.name}\n")
+        return {"block": f"kuhn/{block.name}", "status": "finished", "seconds": 1.0,
+                "folder": folder, "state": state}
+
+    monkeypatch.setattr(cpu_run, "run_block", fake_run_block)
+    monkeypatch.setattr(cpu_run, "repository_bytes", lambda results, cfg: BYTES)
+    with pytest.raises(_Died):
+        cpu_run.run_blocks(bg, PAPER, _rows(), {})
+    assert background.left_unpacked(places) is not None
+    assert background.stop(places) == 0
+    index = json.loads((places.out / "blocks.json").read_text())
+    members = [m["name"] for m in index["members"]]
+    assert len(members) == len(set(members))
+    first, second = calls[0].replace("learned_", ""), calls[2].replace("learned_", "")
+    blocks = {f"neural/kuhn/blocks/{c}_{first}/{f}" for c in ("learned", "exact")
+              for f in ("curves.parquet", "policies.parquet", "run.log")}
+    kept = {f"neural/kuhn/in-progress/{c}_{second}/{f}"
+            for c in (("learned", "exact") if dies == "exact" else ("learned",))
+            for f in ("meta.json", "run.log")}
+    assert set(members) == blocks | kept
+    left = background.unpublished(places.out, places.publication)
+    assert sorted(left) == sorted([f"kuhn/learned_{first}", f"kuhn/exact_{first}"] + [
+        f"kuhn/{c}_{second} (in progress)" for c in ("learned", "exact")
+        if dies == "exact" or c == "learned"])
+    assert background.left_unpacked(places) is None and background.pack_left(places) is None
+
+
 def test_the_tail_goes_to_a_block_in_progress_only_where_the_repository_has_room():
     """Time too short for any whole block ends with a one-seed block that continues in the next
     allocation, if its state fits beside every seed's finished block; else nothing is started
@@ -238,17 +308,15 @@ def test_a_slower_pace_plans_less():
 BENCH = ROOT / "bench" / "cpu_allocation.py"
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    """The smoke config with one critic (a block may be split) and a Kuhn run of about half a
-    minute, its game compiled, an empty publication, and a throughput table of this processor
-    and code (so that no allocation measures)."""
+def _small(root: Path):
+    """In ``root``: the smoke config with one critic (a block may be split) and a Kuhn run of
+    about half a minute, its game compiled, an empty publication, and a throughput table of
+    this processor and code (so that no allocation measures)."""
     from neurd.config import load_snapshot
 
     sys.path.insert(0, str(ROOT / "bench"))
     from allocating import cpu as cpu_run  # bench/allocating/cpu.py
 
-    root = tmp_path_factory.mktemp("cpu")
     cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"),
                exact_critic_games=[])
     cfg["phase_iterations"] = dict(cfg["phase_iterations"], kuhn=40000)
@@ -263,6 +331,12 @@ def small(tmp_path_factory):
             for n in (12, 24, 60, 120)]
     cpu_run.keep_rows(root / "tables", cpu, rows)
     return root, cfg, cpu
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """:func:`_small`, shared by the tests of one allocation after another."""
+    return _small(tmp_path_factory.mktemp("cpu"))
 
 
 def _command(root, mode, *extra):
@@ -405,6 +479,58 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
         assert piece["variant"].startswith("map_used."), piece["variant"]
         assert piece["threads"] >= 1 and "xla_flags" in piece and piece["cpu_devices"] >= 1
     assert provenance["devices"] == [f"{cpu['processor']}, {cpu['isa']}"]
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("killed", ["with its job", "alone"])
+def test_an_allocation_killed_leaves_its_state_packed_and_published(tmp_path, monkeypatch,
+                                                                    killed):
+    """Killed (SIGKILL to its process group, as when the machine stops under it, or to the
+    allocation alone, its job left running), the allocation packs nothing itself; status says
+    so, and the next start kills the job left, packs what it left (the state its job saved
+    last) and refuses to start over it until that is published; it publishes as the block in
+    progress."""
+    import signal
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from allocating.background import _jobs_of
+
+    root, cfg, _ = _small(tmp_path)
+    started = _command(root, "start", "--minutes", "20", "--code", "tree",
+                       "--checkpoint-minutes", "0.05")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads((root / "work/running.json").read_text())["pid"]
+    _at_the_tests_priority(pid)
+    state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
+
+    def learned_something():
+        try:
+            return json.loads(state.read_text())["next_row"] >= 2
+        except (OSError, ValueError, KeyError):
+            return False
+    _wait(learned_something, 240, "the job's first saved state past iteration 0")
+    if killed == "alone":
+        os.kill(pid, signal.SIGKILL)
+    else:
+        os.killpg(pid, signal.SIGKILL)
+    _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, "the allocation's end")
+    assert bool(_jobs_of(pid)) == (killed == "alone")
+    said = _command(root, "status")
+    assert "ended without packing" in said.stdout, said.stdout
+    assert not (root / "out/blocks.json").exists()
+    refused = _command(root, "start", "--minutes", "5", "--code", "tree")
+    assert refused.returncode == 2, refused.stderr
+    assert "ended without packing" in refused.stderr and "learned_s0-1 (in progress)" in \
+        refused.stderr and "not yet published" in refused.stderr, refused.stderr
+    report = json.loads((root / "out/allocation.json").read_text())
+    assert report["jobs"][-1]["status"].startswith("in progress (its allocation ended")
+    assert _command(root, "status").stdout.count("ended without packing") == 0
+    assert _jobs_of(pid) == []
+    kuhn = _publish(root, cfg, monkeypatch)
+    assert kuhn["in_progress"] == ["learned_s0-1"] and kuhn["seeds"] == []
+    meta = json.loads((root / "published/neural/kuhn/in-progress/learned_s0-1/meta.json")
+                      .read_text())
+    assert meta["next_row"] >= 2
 
 
 def test_a_gpu_takes_goofspiel_first_and_skips_what_the_cpu_published():

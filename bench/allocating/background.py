@@ -115,6 +115,89 @@ def unpublished(out: Path, publication: Path) -> list[str]:
     return missing
 
 
+def left_unpacked(places: Places) -> dict | None:
+    """The report of the last allocation where it ended without packing (killed, or the
+    machine stopped under it): an ``allocation.json`` of a CPU allocation that started and
+    has no ``done`` step, and no allocation running or starting."""
+    if running(places) is not None or places.lock.exists():
+        return None
+    try:
+        report = json.loads((places.out / "allocation.json").read_text())
+    except (OSError, ValueError):
+        return None
+    steps = [s.get("step") for s in report.get("steps", [])]
+    if report.get("kind") != "cpu" or "start" not in steps or "done" in steps:
+        return None
+    return report
+
+
+def _jobs_of(pid: int) -> list[int]:
+    """The processes still running of the allocation ``pid``'s process group (its jobs, left
+    running where only the allocation was killed), Linux's ``/proc``; none elsewhere."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            group = int(stat.read_text().rsplit(")", 1)[1].split()[2])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if group == pid and b"neurd" in command and int(stat.parent.name) != os.getpid():
+            found.append(int(stat.parent.name))
+    return found
+
+
+def pack_left(places: Places) -> list[str] | None:
+    """Pack what an allocation that ended without packing left (:func:`left_unpacked`), as its
+    stop would have: the blocks it finished, the states its running group kept, and the state
+    the job running saved last (its jobs still running killed first, as a stop kills them);
+    the pack's blocks (``game/name``, a state ``(in progress)``), or None where there is
+    nothing of the kind.  Without it the next allocation would start over those folders."""
+    from allocating.packs import pack_blocks
+    from allocating.report import Report
+
+    report = left_unpacked(places)
+    if report is None:
+        return None
+    pid = next(int(s["pid"]) for s in report["steps"] if s.get("step") == "start")
+    for _ in range(60):
+        jobs = _jobs_of(pid)
+        if not jobs:
+            break
+        for job in jobs:
+            try:
+                os.kill(job, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.5)
+    current = report.get("current") or {}
+    states = [*report.get("stopped", []), *report.get("held", [])]
+    if current.get("state") and (Path(current["state"]) / "meta.json").is_file():
+        log = Path(current["folder"]) / "run.log"
+        if log.is_file():
+            shutil.copyfile(log, Path(current["state"]) / "run.log")
+        states.append(current["state"])
+        report["jobs"].append({"block": current["block"], "status": "in progress (its "
+                               "allocation ended without packing: the state it saved last)"})
+    finished = [Path(f) for f in report.get("finished", [])
+                if (Path(f) / "curves.parquet").is_file()]
+    stopped = [Path(s) for s in dict.fromkeys(states) if (Path(s) / "meta.json").is_file()]
+    config = places.results / "config/neural.json"
+    if not config.is_file():
+        raise SystemExit(f"{config} is missing: make paper-inputs, then pack what the "
+                         f"allocation pid {pid} left")
+    heartbeat = (report.get("now") or {}).get("at", "?")
+    out = Report(places.out, float(report.get("minutes", 0)))
+    out.data = dict(report, current=None, ended=f"after {heartbeat}, without packing")
+    out.step("pack", blocks=len(finished), in_progress=len(stopped),
+             left_by=f"pid {pid}, which ended without packing (its last heartbeat {heartbeat})")
+    pack_blocks(out, json.loads(config.read_text()), places.results, finished, stopped,
+                work=places.run)
+    out.step("done", blocks=[str(f.relative_to(places.run)) for f in finished],
+             in_progress=[str(s.relative_to(places.run)) for s in stopped])
+    return [f"{f.parts[-3]}/{f.name}" for f in finished] + [
+        f"{s.parts[-3]}/{s.name} (in progress)" for s in stopped]
+
+
 def last_progress(log: Path) -> str | None:
     """The last progress line a job wrote to its log."""
     from neurd.progress import progress_message
@@ -209,6 +292,11 @@ def start(args, places: Places) -> int:
         if not path.is_file():
             print(f"{path} is missing: make paper-inputs", file=sys.stderr)
             return 2
+    packed = pack_left(places)
+    if packed is not None:
+        print(f"the last CPU allocation ended without packing (killed, or the machine stopped "
+              f"under it): what it left is packed now in {shown(places.out)} "
+              f"({', '.join(packed) or 'nothing'})", file=sys.stderr)
     left = unpublished(places.out, places.publication)
     if left:
         print(f"{shown(places.out)} holds a pack not yet published ({', '.join(left)}): "
@@ -272,6 +360,10 @@ def status(places: Places) -> int:
                                      + (f" in {j['seconds'] / 60:.1f} min" if "seconds" in j
                                         else "") for j in jobs))
     done = [s for s in report.get("steps", []) if s["step"] == "done"]
+    if record is None and left_unpacked(places) is not None:
+        print(f"  the last one ended without packing (killed, or the machine stopped under "
+              f"it) after {(report.get('now') or {}).get('at', '?')}: `make "
+              "cpu-allocation-stop` packs what it left (a start packs it first too)")
     if record is None and done:
         left = unpublished(places.out, places.publication)
         print(f"  the last one ended at {report.get('ended', '?')}: "
@@ -284,10 +376,16 @@ def status(places: Places) -> int:
 
 def stop(places: Places, wait: float = 180.0) -> int:
     """Stop the running allocation now: its job killed (a block of one critic keeps the state
-    it saved last), what it made packed; wait for it to end."""
+    it saved last), what it made packed; wait for it to end.  None running: pack what the last
+    one left where it ended without packing (:func:`pack_left`)."""
     record = running(places)
     if record is None:
-        print("no CPU allocation is running")
+        packed = pack_left(places)
+        print("no CPU allocation is running" + ("" if packed is None else (
+            f"; the last one ended without packing: what it left is packed now in "
+            f"{shown(places.out)} ({', '.join(packed) or 'nothing'})" + (
+                f": make publish-blocks FROM={shown(places.out)}, then commit" if packed
+                else ""))))
         return 0
     os.kill(int(record["pid"]), signal.SIGTERM)
     until = time.monotonic() + wait

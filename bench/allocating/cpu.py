@@ -266,10 +266,13 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
     state; in a game of several critics each keeps its state at the end too, and where one
     critic's block of the seeds does not finish, the blocks that did are held in progress at
     their last row beside it (a seed is published with every critic), for the next allocation
-    to complete first."""
+    to complete first.  After every job the report names the finished blocks, the states kept
+    and the job running with its folders: what :func:`allocating.background.pack_left` packs
+    where the allocation ends without packing."""
     from neurd.costs import Throughput
     from neurd.cpu_allocation import next_allocation
     from neurd.neural.runs import critics
+    from neurd.resume_states import state_folder
 
     throughput, sizes = Throughput(rows), repository_bytes(bg.places.results, cfg)
     done: dict[str, list[int]] = {}
@@ -291,20 +294,25 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
         for block in group:
             folder = bg.places.run / f"neural/{block.game}/blocks/{block.name}"
             bg.current = (f"{block.game}/{block.name}", folder / "run.log")
-            with bg.report.lock:
-                bg.report.data["current"] = {"block": bg.current[0], "log": str(bg.current[1]),
-                                             "started": time.time()}
+            with bg.report.lock:  # where its tables and its state go, for pack_left
+                bg.report.data["current"] = {
+                    "block": bg.current[0], "log": str(bg.current[1]), "started": time.time(),
+                    "folder": str(folder),
+                    "state": str(bg.places.run / state_folder(block.game, block.name))}
             bg.report.save()
             record = run_block(bg.report, cfg, block, bg.places.results, env,
                                      bg.deadline, bg.places.publication, "default",
                                      work=bg.places.run, stop=bg.stop, may_stop=True,
                                      keep_state=len(critics(cfg, block.game)) > 1)
             bg.current = None
-            bg.report.data["current"] = None
             records.append(record)
             with bg.report.lock:
+                bg.report.data["current"] = None
                 bg.report.data["jobs"].append({k: v for k, v in record.items()
                                                if k not in ("folder", "state")})
+                # the states this group's jobs kept so far: held in progress if it ends here
+                bg.report.data["held"] = [str(r["state"]) for r in records if r.get("state")]
+            bg.report.save()
             bg.report.say(f"{record['block']}: {record['status']}")
             if record.get("folder") is None:
                 break
@@ -317,7 +325,10 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
             taken = sum(r["seconds"] for r in records)
             slowdown = min(max(taken / max(sum(b.predicted_seconds for b in group), 1.0)
                                * slowdown, PACE_BOUNDS[0]), PACE_BOUNDS[1])
-            bg.report.data["finished"] = [str(f) for f in bg.finished]
+            with bg.report.lock:
+                bg.report.data["finished"] = [str(f) for f in bg.finished]
+                bg.report.data["held"] = []
+            bg.report.save()  # what pack_left packs if the allocation ends without packing
             continue
         # the blocks stopped with their state, and those that finished held at their last row
         states = [r.get("state") for r in records if r.get("state")]
