@@ -514,7 +514,7 @@ def test_an_allocation_killed_leaves_its_state_packed_and_published(tmp_path, mo
     else:
         os.killpg(pid, signal.SIGKILL)
     _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, "the allocation's end")
-    assert bool(_jobs_of(pid)) == (killed == "alone")
+    assert bool(_jobs_of(pid, (root / "work/code").resolve())) == (killed == "alone")
     said = _command(root, "status")
     assert "ended without packing" in said.stdout, said.stdout
     assert not (root / "out/blocks.json").exists()
@@ -525,7 +525,7 @@ def test_an_allocation_killed_leaves_its_state_packed_and_published(tmp_path, mo
     report = json.loads((root / "out/allocation.json").read_text())
     assert report["jobs"][-1]["status"].startswith("in progress (its allocation ended")
     assert _command(root, "status").stdout.count("ended without packing") == 0
-    assert _jobs_of(pid) == []
+    assert _jobs_of(pid, (root / "work/code").resolve()) == []
     kuhn = _publish(root, cfg, monkeypatch)
     assert kuhn["in_progress"] == ["learned_s0-1"] and kuhn["seeds"] == []
     meta = json.loads((root / "published/neural/kuhn/in-progress/learned_s0-1/meta.json")

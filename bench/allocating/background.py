@@ -131,17 +131,21 @@ def left_unpacked(places: Places) -> dict | None:
     return report
 
 
-def _jobs_of(pid: int) -> list[int]:
+def _jobs_of(pid: int, code: Path) -> list[int]:
     """The processes still running of the allocation ``pid``'s process group (its jobs, left
-    running where only the allocation was killed), Linux's ``/proc``; none elsewhere."""
+    running where only the allocation was killed): ``neurd`` commands run in its copy of the
+    code ``code`` (a group of that number after a restart is not taken for it), Linux's
+    ``/proc``; none elsewhere."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             group = int(stat.read_text().rsplit(")", 1)[1].split()[2])
             command = (stat.parent / "cmdline").read_bytes()
+            folder = Path(os.readlink(stat.parent / "cwd"))
         except (OSError, ValueError, IndexError):
             continue
-        if group == pid and b"neurd" in command and int(stat.parent.name) != os.getpid():
+        if group == pid and b"neurd" in command and folder == code \
+                and int(stat.parent.name) != os.getpid():
             found.append(int(stat.parent.name))
     return found
 
@@ -160,7 +164,7 @@ def pack_left(places: Places) -> list[str] | None:
         return None
     pid = next(int(s["pid"]) for s in report["steps"] if s.get("step") == "start")
     for _ in range(60):
-        jobs = _jobs_of(pid)
+        jobs = _jobs_of(pid, places.code)
         if not jobs:
             break
         for job in jobs:
