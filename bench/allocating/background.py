@@ -202,6 +202,16 @@ def pack_left(places: Places) -> list[str] | None:
         f"{s.parts[-3]}/{s.name} (in progress)" for s in stopped]
 
 
+def _pack_left_saying(places: Places, said: str, stream) -> None:
+    """:func:`pack_left`, saying ``said`` and what it packed on ``stream`` where it packed."""
+    packed = pack_left(places)
+    if packed is not None:
+        print(f"{said}: what it left is packed now in {shown(places.out)} "
+              f"({', '.join(packed) or 'nothing'})" + (
+                  f": make publish-blocks FROM={shown(places.out)}, then commit" if packed
+                  else ""), file=stream)
+
+
 def last_progress(log: Path) -> str | None:
     """The last progress line a job wrote to its log."""
     from neurd.progress import progress_message
@@ -296,11 +306,8 @@ def start(args, places: Places) -> int:
         if not path.is_file():
             print(f"{path} is missing: make paper-inputs", file=sys.stderr)
             return 2
-    packed = pack_left(places)
-    if packed is not None:
-        print(f"the last CPU allocation ended without packing (killed, or the machine stopped "
-              f"under it): what it left is packed now in {shown(places.out)} "
-              f"({', '.join(packed) or 'nothing'})", file=sys.stderr)
+    _pack_left_saying(places, "the last CPU allocation ended without packing (killed, or the "
+                      "machine stopped under it)", sys.stderr)
     left = unpublished(places.out, places.publication)
     if left:
         print(f"{shown(places.out)} holds a pack not yet published ({', '.join(left)}): "
@@ -384,12 +391,8 @@ def stop(places: Places, wait: float = 180.0) -> int:
     one left where it ended without packing (:func:`pack_left`)."""
     record = running(places)
     if record is None:
-        packed = pack_left(places)
-        print("no CPU allocation is running" + ("" if packed is None else (
-            f"; the last one ended without packing: what it left is packed now in "
-            f"{shown(places.out)} ({', '.join(packed) or 'nothing'})" + (
-                f": make publish-blocks FROM={shown(places.out)}, then commit" if packed
-                else ""))))
+        print("no CPU allocation is running")
+        _pack_left_saying(places, "the last one ended without packing", sys.stdout)
         return 0
     os.kill(int(record["pid"]), signal.SIGTERM)
     until = time.monotonic() + wait

@@ -197,6 +197,33 @@ class Background:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
+    def begin(self, block) -> None:
+        """The job of ``block`` starts: the report names it, and where its tables and its state
+        go (what :func:`allocating.background.pack_left` packs if the allocation ends here)."""
+        from neurd.resume_states import state_folder
+
+        folder = self.places.run / f"neural/{block.game}/blocks/{block.name}"
+        self.current = (f"{block.game}/{block.name}", folder / "run.log")
+        with self.report.lock:
+            self.report.data["current"] = {
+                "block": self.current[0], "log": str(self.current[1]), "started": time.time(),
+                "folder": str(folder),
+                "state": str(self.places.run / state_folder(block.game, block.name))}
+        self.report.save()
+
+    def ended(self, records: list[dict]) -> None:
+        """The job of ``records[-1]`` ended: its record in the report, and the states the
+        group's jobs kept so far (held in progress if the allocation ends here)."""
+        record = records[-1]
+        self.current = None
+        with self.report.lock:
+            self.report.data["current"] = None
+            self.report.data["jobs"].append({k: v for k, v in record.items()
+                                             if k not in ("folder", "state")})
+            self.report.data["held"] = [str(r["state"]) for r in records if r.get("state")]
+        self.report.save()
+        self.report.say(f"{record['block']}: {record['status']}")
+
     def heartbeat(self) -> None:
         """A line in the log and the report every :data:`HEARTBEAT_SECONDS`: the job running,
         its progress and ETA, what is done, the time left."""
@@ -272,7 +299,6 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
     from neurd.costs import Throughput
     from neurd.cpu_allocation import next_allocation
     from neurd.neural.runs import critics
-    from neurd.resume_states import state_folder
 
     throughput, sizes = Throughput(rows), repository_bytes(bg.places.results, cfg)
     done: dict[str, list[int]] = {}
@@ -292,28 +318,13 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
             slowdown, 2), planned=[f"{b.game}/{b.name}" for b in step.blocks], notes=step.notes)
         records = []
         for block in group:
-            folder = bg.places.run / f"neural/{block.game}/blocks/{block.name}"
-            bg.current = (f"{block.game}/{block.name}", folder / "run.log")
-            with bg.report.lock:  # where its tables and its state go, for pack_left
-                bg.report.data["current"] = {
-                    "block": bg.current[0], "log": str(bg.current[1]), "started": time.time(),
-                    "folder": str(folder),
-                    "state": str(bg.places.run / state_folder(block.game, block.name))}
-            bg.report.save()
+            bg.begin(block)
             record = run_block(bg.report, cfg, block, bg.places.results, env,
                                      bg.deadline, bg.places.publication, "default",
                                      work=bg.places.run, stop=bg.stop, may_stop=True,
                                      keep_state=len(critics(cfg, block.game)) > 1)
-            bg.current = None
             records.append(record)
-            with bg.report.lock:
-                bg.report.data["current"] = None
-                bg.report.data["jobs"].append({k: v for k, v in record.items()
-                                               if k not in ("folder", "state")})
-                # the states this group's jobs kept so far: held in progress if it ends here
-                bg.report.data["held"] = [str(r["state"]) for r in records if r.get("state")]
-            bg.report.save()
-            bg.report.say(f"{record['block']}: {record['status']}")
+            bg.ended(records)
             if record.get("folder") is None:
                 break
         folders = [r.get("folder") for r in records]
