@@ -12,7 +12,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: figures smoke paper test test-long test-all lint report lock clean-results gpu-check readings publish \
 	paper-inputs gpu-allocation-inputs gpu-allocation publish-blocks zoo \
-	cpu-allocation cpu-allocation-status cpu-allocation-stop
+	cpu-allocation cpu-allocation-status cpu-allocation-stop \
+	readings-paper readings-paper-status readings-paper-stop readings-paper-publish
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +36,25 @@ figures: $(STAMP)
 readings: $(STAMP)
 	$(BIN)/neurd check-config $(CONFIG)
 	$(BIN)/snakemake readings --cores $(CORES) --configfile $(CONFIG)
+
+# NeuRD's loss readings at the paper's length (docs/readings.md): starts the study detached
+# from the shell, at the lowest priority, from a frozen copy of the commit checked out, for
+# MINUTES (600 unless given), and returns at once; it resumes where the last one stopped
+# (its saved states, or those published). readings-paper-publish copies what it made into
+# published/readings/paper-length and draws its table and figure: commit them.
+READINGS_MINUTES = $(if $(filter command line environment,$(origin MINUTES)),$(MINUTES),600)
+readings-paper: $(STAMP)
+	$(BIN)/python -m neurd.paper_readings start --minutes $(READINGS_MINUTES)
+
+readings-paper-status: $(STAMP)
+	$(BIN)/python -m neurd.paper_readings status
+
+readings-paper-stop: $(STAMP)
+	$(BIN)/python -m neurd.paper_readings stop
+
+readings-paper-publish: $(STAMP)
+	$(BIN)/python -m neurd.paper_readings publish
+	$(BIN)/python -m neurd.paper_readings report
 
 # The zoo (not part of `make figures`): counterfactual NeuRD against SPG, CFR and CFR+ on
 # every small two-player zero-sum game OpenSpiel registers (config section zoo; docs/zoo.md,

@@ -16,7 +16,7 @@ import pytest
 from neurd.games import compile_game
 from neurd.names import NEURD, SPG
 from neurd.neural import experiment, train
-from neurd.neural.measurement import MEASURED
+from neurd.neural.measurement import GROWTH, MEASURED
 from neurd.neural.results import ci_table, run_table, summary_table
 from neurd.neural.resumable import check_resumable
 from neurd.publication import content
@@ -63,6 +63,9 @@ def test_a_diverging_configuration_is_nan_from_its_divergence_and_the_others_run
             tail = whole[name][row:, c]
             assert np.isnan(tail).all(), (name, c)
         assert np.isfinite(whole["nash_conv"][:row, c]).all()
+        for name in GROWTH:  # finite while it lives, as measured at the row, NaN after
+            assert np.isfinite(whole[name][:row, c]).all(), (name, c)
+            assert np.isnan(whole[name][row + 1:, c]).all(), (name, c)
         ends = whole["phase"][whole["iteration"] == whole["phase"] * plan.phase_iterations]
         for p, phase in enumerate(np.unique(ends)):
             end_row = np.flatnonzero(whole["iteration"] == phase * plan.phase_iterations)[0]
@@ -95,7 +98,7 @@ def test_a_job_stopped_after_a_divergence_resumes_to_the_same_numbers(leduc, who
     _, _, saved = experiment.restore_strictly(leduc, plan, {"test": 1}, folder)
     assert experiment.diverged(saved, info["next_row"]).sum() >= 1
     resumed = experiment.run(leduc, plan, checkpoint_path=folder, identity={"test": 1})
-    for key in (*MEASURED, "policies"):
+    for key in (*MEASURED, *GROWTH, "policies"):
         np.testing.assert_array_equal(resumed[key], whole[key], err_msg=key)
     np.testing.assert_array_equal(experiment.replay(leduc, plan, len(whole["iteration"])),
                                   whole["nash_conv"])
@@ -107,7 +110,7 @@ def test_a_checkpoint_holds_nan_only_as_a_diverged_configurations_tail(leduc, wh
     rows, configs = whole["nash_conv"].shape
     legal = int(np.asarray(leduc.infostate_legal).sum())
     legal_mask = np.asarray(leduc.infostate_legal)
-    results = {name: whole[name].copy() for name in MEASURED}
+    results = {name: whole[name].copy() for name in (*MEASURED, *GROWTH)}
     results["phase_tables"] = np.asarray(
         [p[:, legal_mask] for p in whole["policies"]], np.float32)
     results["logits"] = np.full((rows, 0, legal), np.nan)
@@ -131,6 +134,14 @@ def test_a_checkpoint_holds_nan_only_as_a_diverged_configurations_tail(leduc, wh
         with pytest.raises(ValueError) as refused:
             check({name: kept})
         assert refused.value.array == array, name
+    grown = whole["common_mode"].copy()
+    assert np.all(np.isnan(grown[row + 1:, c]))  # NaN after the row it diverged at
+    grown[row, c] = np.inf  # at that row, what was measured, finite or not
+    check({"common_mode": grown})
+    grown[row + 1, c] = 0.5  # but nothing after it
+    with pytest.raises(ValueError) as refused:
+        check({"common_mode": grown})
+    assert refused.value.array == "result_common_mode"
     tables = results["phase_tables"].copy()
     tables[-1, c] = 0.5  # a phase-end table of a configuration that had diverged
     with pytest.raises(ValueError) as refused:

@@ -39,13 +39,16 @@ from neurd.neural.checkpoint import (
 )
 from neurd.neural.device import device_description
 from neurd.neural.measurement import (
+    GROWTH,
     MEASURED,
     centred_logits,
     exact_policies,
     exact_setup,
+    logit_growth,
     measure,
     network_nash_conv,
     phase_policies,
+    weight_norms,
 )
 from neurd.neural.plan import Plan, checkpoint_grid, job_template
 from neurd.neural.resumable import PIECE_KEYS, check_resumable
@@ -123,7 +126,7 @@ def _setup(compiled: CompiledGame, plan: Plan) -> tuple[_Job, list, dict]:
                np.asarray(compiled.infostate_legal))
     rows = len(iterations)
     results = {
-        **{name: np.full((rows, job.configs), np.nan) for name in MEASURED},
+        **{name: np.full((rows, job.configs), np.nan) for name in (*MEASURED, *GROWTH)},
         # the float32 tables at each phase's end, legal entries only (what a checkpoint keeps)
         "phase_tables": np.zeros((0, job.configs, job.pairs), np.float32),
         "logits": np.full((rows, len(plan.logged), job.pairs), np.nan),
@@ -211,6 +214,7 @@ def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float,
     results["policy_entropy"][row] = np.asarray(entropy)
     results["at_threshold"][row] = np.asarray(at)
     results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
+    _measure_growth(job, states, results, row, tables)
     if plan.logged:
         with float64():
             centred = centred_logits(tables[np.asarray(plan.logged, np.int64)],
@@ -221,10 +225,15 @@ def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float,
         results["blocked"][row] = _field(states, "blocked", spec.algorithms) / updates
         results["critic_loss"][row] = (_field(states, "critic_loss", spec.algorithms)
                                        / (updates * spec.critic_updates))
+    before = gone
     gone = gone | ~np.isfinite(results["nash_conv"][row]) | ~_finite_states(
         states, spec.algorithms)
+    for name in GROWTH:
+        gone = gone | ~np.isfinite(results[name][row])
     for name in MEASURED:
         results[name][row, gone] = np.nan
+    for name in GROWTH:  # the row a run diverges at keeps what was measured there
+        results[name][row, before] = np.nan
     if plan.logged:
         results["logits"][row, gone[np.asarray(plan.logged, np.int64)]] = np.nan
     if target == phase * plan.phase_iterations:
@@ -232,6 +241,24 @@ def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float,
         ended[:, gone] = np.nan
         results["phase_tables"] = np.concatenate([results["phase_tables"], ended])
     return gone
+
+
+def _measure_growth(job: _Job, states: list, results: dict, row: int, tables: np.ndarray
+                    ) -> None:
+    """Write checkpoint row ``row`` of the :data:`~neurd.neural.measurement.GROWTH` results:
+    the policy logits' common mode and largest centred logit over the visited states, and
+    each network's weight norm."""
+    spec = job.plan.spec
+    outputs = _stack([train.policy_outputs(spec, job.game, st) for st in states],
+                     spec.algorithms)
+    with float64():
+        common, centred = logit_growth(job.tree, tables, outputs)
+        policy = _per_configuration(states, spec.algorithms, lambda s: weight_norms(s.policy))
+        critic = _per_configuration(states, spec.algorithms, lambda s: weight_norms(s.critic))
+    results["common_mode"][row] = np.asarray(common)
+    results["centred_logit"][row] = np.asarray(centred)
+    results["policy_weight_norm"][row] = np.asarray(policy)
+    results["critic_weight_norm"][row] = np.asarray(critic)
 
 
 def _progress_text(algorithms, phase: int, target: int, nash_conv: np.ndarray,

@@ -24,11 +24,14 @@ Two readings the paper leaves open are config keys (the README's readings
 study measures each):
 
 * ``neural.neurd_logits``: NeuRD's ``y`` is the network's raw output
-  (``raw``, the default) or its output centred over the legal actions
-  (``centred``, as R-NaD's ``get_loss_nerd`` and OpenSpiel's NeuRD loss).  For
-  a table the two are the same step; for a shared network the common-mode
-  part ``-mean_a y(x, a) sum_a A(x, a)`` moves the output biases, by an amount
-  that depends on how many actions are legal.
+  (``raw``, the default), its output centred over the legal actions
+  (``centred``, as R-NaD's ``get_loss_nerd`` and OpenSpiel's counterfactual
+  NeuRD), or centred over all the network's outputs, legal or not
+  (``centred_all``, as OpenSpiel's sample-based ``BatchNeuRDLoss``, which also
+  thresholds those logits).  For a table the readings are the same step; for a
+  shared network the raw reading's common-mode part ``-mean_a y(x, a) sum_a
+  A(x, a)`` moves the output biases and nothing bounds it
+  (:func:`common_mode_gradient`).
 * ``neural.loss_normalisation``: the policy loss weights each visited state
   by its visits divided by its player's visits (``player_mean``, the
   default), by its visits (``batch_sum``: Algorithm 1's sum over every step
@@ -66,24 +69,52 @@ def centred(logits: jax.Array, legal: jax.Array) -> jax.Array:
     return logits - mean
 
 
-def threshold_mask(logits: jax.Array, advantage: jax.Array, legal: jax.Array, beta: float
-                   ) -> jax.Array:
+def centred_all(logits: jax.Array) -> jax.Array:
+    """Logits minus their mean over all the network's outputs, legal or not (OpenSpiel's
+    ``BatchNeuRDLoss``: ``policy_logits - policy_logits.mean(-1, keepdim=True)``)."""
+    return logits - jnp.mean(logits, axis=-1, keepdims=True)
+
+
+# NeuRD's ``centre`` argument -> its ``y`` (``neural.neurd_logits``: raw, centred, centred_all)
+CENTRINGS = {"raw": False, "centred": True, "centred_all": "all"}
+
+
+def threshold_mask(logits: jax.Array, advantage: jax.Array, legal: jax.Array, beta: float,
+                   centre: bool | str = True) -> jax.Array:
     """Where NeuRD may push: ``False`` for a centred logit at ``>= beta`` with ``A > 0``,
-    or at ``<= -beta`` with ``A < 0``."""
-    y = centred(jax.lax.stop_gradient(logits), legal)
+    or at ``<= -beta`` with ``A < 0``; the logits centred over the legal actions
+    (``centre="all"``: over all the outputs, as OpenSpiel's ``BatchNeuRDLoss``)."""
+    logits = jax.lax.stop_gradient(logits)
+    y = centred_all(logits) if centre == "all" else centred(logits, legal)
     blocked = ((y >= beta) & (advantage > 0)) | ((y <= -beta) & (advantage < 0))
     return legal & ~blocked
 
 
-def neurd_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+def neurd_loss(logits, q, legal, weights, beta: float, centre: bool | str = False):
     """NeuRD: ``-sum_x w(x) sum_a y(x, a) A(x, a)``, thresholded; also the share blocked.
 
-    ``centre``: ``y`` is the logits centred over the legal actions, not the logits."""
+    ``centre``: ``False``: ``y`` is the raw logits; ``True``: the logits centred over the
+    legal actions; ``"all"``: centred over all the outputs, the threshold applied to those
+    (:data:`CENTRINGS`)."""
     advantage = advantages(logits, q, legal)
-    allowed = threshold_mask(logits, advantage, legal, beta)
-    y = centred(logits, legal) if centre else logits
+    allowed = threshold_mask(logits, advantage, legal, beta, centre)
+    y = centred_all(logits) if centre == "all" else centred(logits, legal) if centre else logits
     per_state = -jnp.sum(jnp.where(allowed, y * advantage, 0.0), axis=-1)
-    return jnp.sum(weights * per_state), blocked_share(logits, advantage, legal, weights, beta)
+    return jnp.sum(weights * per_state), blocked_share(logits, advantage, legal, weights, beta,
+                                                       centre)
+
+
+def common_mode_gradient(logits, q, legal, weights, beta: float, centre: bool | str = False
+                         ) -> jax.Array:
+    """``[N]``: the gradient of NeuRD's loss along each state's common mode, the derivative
+    in ``c`` of the loss at ``logits + c`` on the legal actions (the direction the softmax
+    cannot see).  For the raw reading it is ``-w(x) sum_a A(x, a)`` over the actions the
+    threshold lets through: not zero, since ``A`` is centred under the policy, not
+    uniformly, and the threshold blocks some actions; for a centred reading it is zero."""
+    def loss(shift):
+        moved = logits + jnp.where(legal, shift[:, None], 0.0)
+        return neurd_loss(moved, q, legal, weights, beta, centre)[0]
+    return jax.grad(loss)(jnp.zeros(logits.shape[:-1], logits.dtype))
 
 
 # An advantage this small is no push: A = q - sum_a pi q is then float32 rounding of a policy
@@ -91,7 +122,8 @@ def neurd_loss(logits, q, legal, weights, beta: float, centre: bool = False):
 PUSH_FLOOR = 1e-6
 
 
-def blocked_share(logits, advantage, legal, weights, beta: float) -> jax.Array:
+def blocked_share(logits, advantage, legal, weights, beta: float, centre: bool | str = True
+                  ) -> jax.Array:
     """The share of NeuRD's pushes (visit-weighted; an advantage of at least
     :data:`PUSH_FLOOR` in size) that the threshold blocked.
 
@@ -102,7 +134,7 @@ def blocked_share(logits, advantage, legal, weights, beta: float) -> jax.Array:
     publication's checks refuse a share outside [0, 1]."""
     floored = jnp.where(jnp.abs(advantage) >= PUSH_FLOOR, advantage, 0.0)
     pushed = legal & (floored != 0)
-    blocked = pushed & ~threshold_mask(logits, floored, legal, beta)
+    blocked = pushed & ~threshold_mask(logits, floored, legal, beta, centre)
     return jnp.sum(weights[:, None] * blocked) / jnp.maximum(
         jnp.sum(weights[:, None] * pushed), 1e-30)
 

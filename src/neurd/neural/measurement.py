@@ -27,6 +27,10 @@ from neurd.tabular.sequence_form import sequence_form
 # the results measured at each checkpoint row, per configuration
 MEASURED = ("nash_conv", "critic_rmse", "blocked", "critic_loss", "policy_entropy",
             "at_threshold")
+# what grows before a network diverges, per checkpoint row and configuration
+# (:func:`logit_growth`, :func:`weight_norms`); a run that diverges keeps its row of the
+# divergence as measured, so that the quantities that stopped being finite there are named
+GROWTH = ("common_mode", "centred_logit", "policy_weight_norm", "critic_weight_norm")
 
 
 @float64
@@ -98,6 +102,37 @@ def measure(form, tree, tables, critics, etas, sign, beta=2.0):
                 jnp.sum(weight * entropy) / jnp.sum(weight), at_threshold)
 
     return jax.vmap(one)(tables, jnp.asarray(critics, jnp.float64), etas)
+
+
+@jax.jit
+def logit_growth(tree, tables, outputs):
+    """``(common mode, largest centred logit)`` ``[C]`` of the policy networks' raw float32
+    ``outputs`` ``[C, I, A]``, over the information states their policies ``tables`` visit
+    (reach above 0; a state of NaN reach counts): the largest size of a state's mean raw
+    output over its legal actions (the part of the logits the softmax cannot see, which
+    nothing bounds in NeuRD's raw reading), and the largest size of a raw output minus that
+    mean (what NeuRD's threshold bounds).  Float64; call in a float64 scope."""
+    legal = tree.legal
+    count = jnp.maximum(jnp.sum(legal, axis=-1), 1)
+
+    def one(table, output):
+        output = jnp.asarray(output, jnp.float64)
+        visited = ~(infostate_reach(tree, exact_policies(table, legal)) <= 0.0)
+        mean = jnp.sum(jnp.where(legal, output, 0.0), -1) / count
+        centred = jnp.where(legal, output - mean[:, None], 0.0)
+        largest = jnp.max(jnp.where(legal, jnp.abs(centred), 0.0), -1)
+        return (jnp.max(jnp.where(visited, jnp.abs(mean), 0.0)),
+                jnp.max(jnp.where(visited, largest, 0.0)))
+
+    return jax.vmap(one)(tables, outputs)
+
+
+def weight_norms(params) -> jax.Array:
+    """``[N]``: the L2 norm, in float64, of every weight of each of ``N`` networks
+    (``params`` batched on the leading axis); not finite once a weight is not."""
+    leaves = [jnp.asarray(x, jnp.float64).reshape(x.shape[0], -1)
+              for x in jax.tree_util.tree_leaves(params)]
+    return jnp.sqrt(sum(jnp.sum(jnp.square(x), axis=1) for x in leaves))
 
 
 @partial(jax.jit, static_argnames=("spec",))

@@ -62,6 +62,21 @@ DIAGNOSTIC_COLUMNS = {
                     "logit (log pi centred over the legal actions) is at or beyond "
                     "+-neural.beta: where NeuRD's threshold stops pushing",
 }
+# what grows before a network diverges (neurd.neural.measurement.GROWTH); a run that diverges
+# keeps the values measured at the checkpoint it diverged at (those not finite there name
+# what stopped being finite first), NaN after it
+GROWTH_COLUMNS = {
+    "common_mode": "the policy network's common mode: per information state the mean of its "
+                   "raw outputs over the legal actions (what the softmax cannot see), its "
+                   "largest size over the states the current policy visits",
+    "centred_logit": "the largest size of a raw output minus that mean, over the legal "
+                     "actions of the states the current policy visits (what NeuRD's "
+                     "threshold bounds)",
+    "policy_weight_norm": "L2 norm of all the policy network's weights (float64)",
+    "critic_weight_norm": "L2 norm of all the critic network's weights (float64; constant "
+                          "under the exact critic, which does not use it)",
+}
+DIAGNOSTIC_COLUMNS = {**DIAGNOSTIC_COLUMNS, **GROWTH_COLUMNS}
 POLICY_COLUMNS = {
     **_RUN_DOCS, **_POINT_DOCS,
     "infostate": "OpenSpiel's information-state string",
@@ -93,6 +108,16 @@ CI_COLUMNS = {
 }
 CURVES_COLUMNS = {**DIAGNOSTIC_COLUMNS,
                   **{k: NASHCONV_COLUMNS[k] for k in ("policy_updates", "trajectories")}}
+# a job's curves as written before the growth columns (a publication's earlier blocks)
+CURVES_COLUMNS_WITHOUT_GROWTH = {k: v for k, v in CURVES_COLUMNS.items()
+                                 if k not in GROWTH_COLUMNS}
+
+
+def with_growth(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the :data:`GROWTH_COLUMNS` (NaN where a table from before them has
+    none), in the order of :data:`DIAGNOSTIC_COLUMNS`."""
+    missing = {name: np.nan for name in GROWTH_COLUMNS if name not in frame}
+    return frame.assign(**missing) if missing else frame
 LOGITS_COLUMNS = {
     **{k: v for k, v in DIAGNOSTIC_COLUMNS.items() if k in (*_RUN_DOCS, "critic")},
     **_POINT_DOCS,
@@ -177,7 +202,8 @@ def run_table(cfg: Mapping, game: str, critic: str, results: Mapping, configurat
                 {"nash_conv": results["nash_conv"], "critic_rmse": results["critic_rmse"],
                  "threshold_blocked": results["blocked"], "critic_loss": results["critic_loss"],
                  "policy_entropy": results["policy_entropy"],
-                 "at_threshold": results["at_threshold"]},
+                 "at_threshold": results["at_threshold"],
+                 **{name: results[name] for name in GROWTH_COLUMNS}},
                 game=game, critic=critic)
 
 
@@ -338,7 +364,7 @@ def game_tables(cfg: Mapping, curves: pd.DataFrame, policies: pd.DataFrame,
         "nashconv": nashconv,
         "policies": policies.sort_values(["algorithm", "entropy", "seed", "phase"],
                                          kind="stable").reset_index(drop=True),
-        "diagnostics": curves[list(DIAGNOSTIC_COLUMNS)],
+        "diagnostics": with_growth(curves)[list(DIAGNOSTIC_COLUMNS)],
         "summary": summary_table(cfg, nashconv),
         "nashconv_ci": ci_table(cfg, nashconv, uniform),
     }

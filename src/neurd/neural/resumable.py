@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neurd.neural.measurement import MEASURED
+from neurd.neural.measurement import GROWTH, MEASURED
 from neurd.neural.plan import Plan
 from neurd.neural.runs import PIECE_KEYS
 
@@ -41,13 +41,14 @@ def check_resumable(plan: Plan, iterations: np.ndarray, phases: np.ndarray, conf
     if not 0 <= next_row <= rows:
         raise Unfit(f"meta.json: next_row {next_row} is off the checkpoint grid (rows "
                     f"0..{rows})")
-    names = {*MEASURED, "phase_tables", "logits"}
+    names = {*MEASURED, *GROWTH, "phase_tables", "logits"}
     if set(results) != names:
         raise Unfit(f"meta.json: the results are {sorted(results)}, the job's are "
                     f"{sorted(names)}")
     measured = np.arange(rows) < next_row
     lives = _lives(results, measured, configs)
     _check_measured(plan, iterations, results, measured, lives, configs)
+    _check_growth(results, measured, lives, configs)
     _check_phase_tables(plan, iterations, phases, results, measured, lives, legal_count)
     logits, shape = results["logits"], (rows, len(plan.logged), legal_count)
     if logits.dtype != np.float64 or logits.shape != shape:
@@ -96,6 +97,27 @@ def _check_measured(plan, iterations, results, measured, lives, configs) -> None
             raise Unfit("holds non-finite values in rows the job has measured (of a "
                         "configuration that had not diverged)", array)
         if not np.all(np.isnan(value[~written])):
+            raise Unfit("holds values where the job has written none", array)
+
+
+def _check_growth(results, measured, lives, configs) -> None:
+    """The :data:`GROWTH` arrays: float64 ``[K, C]``, finite while a configuration lives,
+    as measured (finite or not) at the row it diverged at, NaN after it and where not
+    measured."""
+    rows = len(measured)
+    diverged_row = np.zeros_like(lives)
+    ends = lives.sum(axis=0)  # a configuration's first row not lived
+    for c in np.flatnonzero(ends < measured.sum()):
+        diverged_row[ends[c], c] = True
+    for name in GROWTH:
+        value, array = results[name], f"result_{name}"
+        if value.dtype != np.float64 or value.shape != (rows, configs):
+            raise Unfit(f"is {value.dtype}{list(value.shape)}, the job's is "
+                        f"float64{[rows, configs]}", array)
+        if not np.all(np.isfinite(value[lives])):
+            raise Unfit("holds non-finite values in rows the job has measured (of a "
+                        "configuration that had not diverged)", array)
+        if not np.all(np.isnan(value[~lives & ~diverged_row])):
             raise Unfit("holds values where the job has written none", array)
 
 

@@ -81,7 +81,7 @@ class Spec:
     critic: str = "learned"
     precision: str = "float32"  # the networks' matrix products (neurd.neural.networks)
     # readings where the paper is silent (config keys of the same names; defaults ours)
-    neurd_logits: str = "raw"  # NeuRD's y: "raw" or "centred" (neurd.neural.losses)
+    neurd_logits: str = "raw"  # NeuRD's y: "raw", "centred", "centred_all" (neural.losses)
     loss_normalisation: str = "player_mean"  # or "batch_sum", "trajectory_mean"
     networks: str = "shared"  # or "per_player" (neurd.neural.networks)
     # how a cycle's passes are laid out (a neurd.neural.layouts name; a run-time knob, not a
@@ -243,7 +243,7 @@ def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array
     legal = game.tree.legal if legal is None else legal
 
     def policy_loss(logits):
-        centre = spec.neurd_logits == "centred"
+        centre = losses.CENTRINGS[spec.neurd_logits]
         found = []
         for name in spec.algorithms:
             chosen = algorithms.get(name)
@@ -454,6 +454,13 @@ def run_segment(spec: Spec, game: NeuralGame, states: dict, keys: dict, etas: di
 def critic_tables(spec: Spec, game: NeuralGame, states: dict) -> dict:
     """``{algorithm: [N, I, A]}``: every configuration's critic on every information state."""
     return {a: every_state(spec, game, s.critic) for a, s in states.items()}
+
+
+@learning_program
+def policy_outputs(spec: Spec, game: NeuralGame, states: dict) -> dict:
+    """``{algorithm: [N, I, A]}``: every configuration's policy network's raw outputs on
+    every information state (the logits its table is the masked softmax of)."""
+    return {a: every_state(spec, game, s.policy) for a, s in states.items()}
 
 
 def game_stream_index(game: str) -> int:

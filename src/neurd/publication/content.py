@@ -19,6 +19,7 @@ from neurd import games as game_files
 from neurd import resume_states
 from neurd.neural.results import (
     CURVES_COLUMNS,
+    CURVES_COLUMNS_WITHOUT_GROWTH,
     DIAGNOSTIC_COLUMNS,
     NASHCONV_COLUMNS,
     POLICY_COLUMNS,
@@ -28,6 +29,7 @@ from neurd.neural.results import (
     grid_problems,
     summary_table,
     uniform_nash_conv,
+    with_growth,
 )
 from neurd.neural.runs import PIECE_KEYS, main_critic, parse_block
 from neurd.publication.manifest import DERIVED, HEX16, PublicationError, block_folder, fail
@@ -145,9 +147,10 @@ def check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.Dat
     if not (isinstance(meta.get("game_hash"), str) and HEX16.fullmatch(meta["game_hash"])):
         fail(path, "records no game content hash")
     frame = read_table(path)
-    if list(frame.columns) != list(CURVES_COLUMNS):
+    if list(frame.columns) not in (list(CURVES_COLUMNS), list(CURVES_COLUMNS_WITHOUT_GROWTH)):
         fail(path, f"columns {list(frame.columns)}, a job's curves have "
-                    f"{list(CURVES_COLUMNS)}")
+                    f"{list(CURVES_COLUMNS)} (or, before the growth columns, "
+                    f"{list(CURVES_COLUMNS_WITHOUT_GROWTH)})")
     if not (frame.game == game).all() or not (frame.critic == critic).all():
         fail(path, f"holds rows of another game or critic than {game} {critic}")
     iterations, phases = checkpoint_schedule(cfg, game)
@@ -327,7 +330,7 @@ def fig6_tables(curves: Mapping[str, pd.DataFrame], folder: str | os.PathLike,
             continue
         frame = curves[game].sort_values(order, kind="stable").reset_index(drop=True)
         out["nashconv"].append(frame[frame.critic == main_critic(cfg)][list(NASHCONV_COLUMNS)])
-        out["diagnostics"].append(frame[list(DIAGNOSTIC_COLUMNS)])
+        out["diagnostics"].append(with_growth(frame)[list(DIAGNOSTIC_COLUMNS)])
         for name in DERIVED:
             out[name].append(read_table(Path(folder) / f"neural/{game}/{name}.parquet"))
     return {k: pd.concat(v, ignore_index=True) for k, v in out.items() if v}
