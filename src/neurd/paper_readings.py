@@ -398,6 +398,10 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         return run(args.work, args.published, args.minutes, args.iterations)
     if args.command == "cell":
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s",
+                            datefmt="%H:%M:%S", stream=sys.stdout)
         return one_cell(args.name, args.work, args.published, args.seconds, args.iterations)
     if args.command == "status":
         return status(args.work, args.published)
