@@ -204,12 +204,13 @@ def one_cell(name: str, work: Path, published: Path, seconds: float,
     return STOPPED if outcome == "stopped" else 0
 
 
-def run(work: Path, published: Path, minutes: float, iterations: int = PHASE_ITERATIONS
-        ) -> int:
-    """Every cell not yet finished, in order, each in a process of its own, until
-    ``minutes`` are spent."""
+def run(work: Path, published: Path, minutes: float, iterations: int = PHASE_ITERATIONS,
+        cells: list[str] | None = None) -> int:
+    """Every cell not yet finished (of ``cells``, default all), in order, each in a process
+    of its own, until ``minutes`` are spent."""
     ends = time.monotonic() + 60.0 * minutes
-    for cell in CELLS:
+    chosen = [cell_named(name) for name in cells] if cells else list(CELLS)
+    for cell in chosen:
         if finished(cell, work, published):
             continue
         left = ends - time.monotonic()
@@ -279,8 +280,8 @@ def _save_json(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
-def start(work: Path, published: Path, minutes: float, iterations: int = PHASE_ITERATIONS
-          ) -> int:
+def start(work: Path, published: Path, minutes: float, iterations: int = PHASE_ITERATIONS,
+          cells: list[str] | None = None) -> int:
     """Freeze the checked-out commit's code into ``work/code`` and run the study from it,
     detached, at the lowest priority; return at once."""
     if not (minutes == minutes and 0 < minutes < 1e5):
@@ -310,7 +311,7 @@ def start(work: Path, published: Path, minutes: float, iterations: int = PHASE_I
     process = subprocess.Popen(
         [sys.executable, "-m", "neurd.paper_readings", "run", "--minutes", str(minutes),
          "--work", str(work.resolve()), "--published", str(published.resolve()),
-         "--iterations", str(iterations)],
+         "--iterations", str(iterations), *(["--cells", *cells] if cells else [])],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         preexec_fn=lowest_priority)
     _save_json(_lock(work), {"pid": process.pid, "commit": commit, "minutes": minutes,
@@ -387,16 +388,17 @@ def main(argv=None) -> int:
     parser.add_argument("--minutes", type=float, default=600.0)
     parser.add_argument("--name", help="cell: the cell's name")
     parser.add_argument("--seconds", type=float, help="cell: its wall-time budget")
+    parser.add_argument("--cells", nargs="*", help="start, run: only these cells (default all)")
     parser.add_argument("--iterations", type=int, default=PHASE_ITERATIONS,
                         help="iterations per phase (default the paper's; fewer: a trial)")
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--published", type=Path, default=PUBLISHED)
     args = parser.parse_args(argv)
     if args.command == "start":
-        return start(args.work, args.published, args.minutes, args.iterations)
+        return start(args.work, args.published, args.minutes, args.iterations, args.cells)
     if args.command == "run":
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        return run(args.work, args.published, args.minutes, args.iterations)
+        return run(args.work, args.published, args.minutes, args.iterations, args.cells)
     if args.command == "cell":
         import logging
 
@@ -409,7 +411,7 @@ def main(argv=None) -> int:
         return stop(args.work)
     if args.command == "publish":
         return publish(args.work, args.published)
-    from neurd.readings_paper_report import report
+    from neurd.paper_readings_report import report
     return report(args.published)
 
 
