@@ -131,8 +131,8 @@ def bench_learning(compiled, name: str, rounds: int, batch_seeds: int, cycles: i
         configs = len(spec.algorithms) * seeds * levels
         run_seeds = np.repeat(np.arange(seeds), levels)
         entropy_index = np.tile(np.arange(levels), seeds)
-        keys = {a: train.configuration_keys(0, name, i, entropy_index, run_seeds)
-                for i, a in enumerate(spec.algorithms)}
+        keys = {a: train.configuration_keys(0, name, a, entropy_index, run_seeds)
+                for a in spec.algorithms}
         etas = {a: jnp.full(len(run_seeds), 0.1, jnp.float32) for a in spec.algorithms}
         states = {a: train.initial_states(spec, game, 0, name, tuple(range(seeds)), levels)
                   for a in spec.algorithms}

@@ -61,8 +61,8 @@ def batch(seeds: int, name: str, spec, game):
     entropy_index = np.tile(np.arange(len(entropies)), seeds)
     states = {a: train.initial_states(spec, game, 0, name, tuple(range(seeds)), len(entropies))
               for a in spec.algorithms}
-    keys = {a: train.configuration_keys(0, name, i, entropy_index, run_seeds)
-            for i, a in enumerate(spec.algorithms)}
+    keys = {a: train.configuration_keys(0, name, a, entropy_index, run_seeds)
+            for a in spec.algorithms}
     etas = {a: jnp.asarray(entropies[entropy_index]) for a in spec.algorithms}
     return states, keys, etas
 

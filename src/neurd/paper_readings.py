@@ -59,9 +59,8 @@ class Cell:
     """One job of the study: a game, its critic, NeuRD's reading and the phases run.  The
     raw reading's cell runs SPG beside NeuRD (SPG's loss does not read NeuRD's logits:
     the control of every reading); the others NeuRD alone, on the same streams (a
-    configuration's numbers depend on its place in ``algorithms``: NeuRD is first in
-    each, so every reading's NeuRD starts from the same weights and draws the same
-    trajectories' random numbers)."""
+    configuration's stream is its algorithm's name's: every reading's NeuRD starts from the
+    same weights and draws the same random numbers)."""
 
     game: str
     critic: str

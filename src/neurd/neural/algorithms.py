@@ -46,6 +46,7 @@ audits NeuRD and SPG; the tables hold every algorithm a run names.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
@@ -134,6 +135,26 @@ def check_algorithms(names, key: str) -> None:
             raise ConfigError(f"config key '{key}[{index}]': {name!r} is not registered "
                               f"(registered: {', '.join(registered())}; add one with "
                               "neurd.neural.algorithms.register)", f"{key}[{index}]")
+
+
+# The built-in algorithms' numbers in their random streams: each one's place in the default
+# order of a run's algorithms, as the streams were numbered when a configuration's number was
+# its algorithm's place in its run's list (every run of [neurd, spg] draws what it drew).
+BUILT_IN_STREAMS = {NEURD: 0, SPG: 1, RMPG: 2, RPG: 3, A2C: 4}
+# a user's algorithm's number: its name's CRC-32 above the built-ins' (never one of theirs)
+USER_STREAMS = 1 << 10
+
+
+def stream_index(name: str) -> int:
+    """The number an algorithm's configurations fold into their random streams
+    (:func:`neurd.neural.train.configuration_keys`): the algorithm's own, from its name, so
+    that no algorithm's numbers depend on which others a run names, nor in what order."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(f"algorithm name {name!r}: lower-case letters, digits and _, starting "
+                         "with a letter, at most 32 characters")
+    if name in BUILT_IN_STREAMS:
+        return BUILT_IN_STREAMS[name]
+    return USER_STREAMS + zlib.crc32(name.encode()) % ((1 << 31) - USER_STREAMS)
 
 
 def registered() -> tuple[str, ...]:

@@ -468,11 +468,14 @@ def game_stream_index(game: str) -> int:
     return zlib.crc32(game.encode()) & 0x7FFFFFFF
 
 
-def configuration_keys(seed: int, game: str, algorithm_index: int, entropy_indices,
+def configuration_keys(seed: int, game: str, algorithm: str, entropy_indices,
                        run_seeds) -> jax.Array:
-    """``[N, 2]`` training keys of configurations (algorithm, entropy level, run seed)."""
+    """``[N, 2]`` training keys of configurations (algorithm, entropy level, run seed).  The
+    algorithm's part is its name's (:func:`neurd.neural.algorithms.stream_index`), not its
+    place in the run's list: adding or removing an algorithm changes no other's numbers."""
     gid = game_stream_index(game)
-    return jnp.stack([streams.key(seed, "neural.train", gid, int(s), algorithm_index, int(e))
+    number = algorithms.stream_index(algorithm)
+    return jnp.stack([streams.key(seed, "neural.train", gid, int(s), number, int(e))
                       for e, s in zip(entropy_indices, run_seeds)])
 
 
@@ -486,8 +489,7 @@ def batch_inputs(spec: Spec, game: NeuralGame, seed: int, game_name: str, run_se
     index = np.tile(np.arange(per_seed), len(run_seeds))
     states = {a: initial_states(spec, game, seed, game_name, tuple(run_seeds), per_seed)
               for a in spec.algorithms}
-    keys = {a: configuration_keys(seed, game_name, i, index, seeds)
-            for i, a in enumerate(spec.algorithms)}
+    keys = {a: configuration_keys(seed, game_name, a, index, seeds) for a in spec.algorithms}
     etas = {a: jnp.asarray(entropies[index]) for a in spec.algorithms}
     return states, keys, etas
 
