@@ -147,7 +147,7 @@ def test_registering_checks_the_name_and_keeps_a_name_to_one_loss():
         algorithms.register("broken", 3)
     with pytest.raises(ValueError, match="sampled 1 is not True or False"):
         algorithms.register("broken", losses.spg_loss, sampled=1)
-    with pytest.raises(ValueError, match="registered already"):
+    with pytest.raises(ValueError, match="built in and cannot be replaced"):
         algorithms.register(SPG, losses.neurd_loss)
     with pytest.raises(ValueError, match=r"'adam' is not registered \(registered: neurd, spg"):
         algorithms.get("adam")

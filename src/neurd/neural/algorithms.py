@@ -86,12 +86,15 @@ _LOADED: set[str] = set()  # the entry points imported
 
 
 def register(name: str, loss: Callable, label: str | None = None, source: str = "",
-             sampled: bool = False, weighted: bool = False) -> Algorithm:
+             sampled: bool = False, weighted: bool = False, replace: bool = False
+             ) -> Algorithm:
     """Register ``loss`` as the algorithm ``name`` (lower case, digits and ``_``, at most 32
     characters; ``label``: its name in figures, default ``name`` upper-cased; ``sampled``:
     its loss takes the keyword ``taken``; ``weighted``: a state of weight 0 adds nothing to
-    its loss nor to its gradient; see the module).  A name registered already with another
-    loss is refused (register it once, at import)."""
+    its loss nor to its gradient; see the module).  A built-in name (:data:`BUILT_IN`) is
+    never replaced; a user's name registered already with anything else (its loss, label,
+    source or flags) is refused unless ``replace=True`` (registering the same twice, as a
+    module imported again does, is no change)."""
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ValueError(f"algorithm name {name!r}: lower-case letters, digits and _, starting "
                          "with a letter, at most 32 characters")
@@ -99,16 +102,19 @@ def register(name: str, loss: Callable, label: str | None = None, source: str = 
         raise ValueError(f"algorithm {name!r}: its loss {loss!r} is not callable")
     if label is not None and not (isinstance(label, str) and label.strip()):
         raise ValueError(f"algorithm {name!r}: label {label!r} is not a non-empty string")
-    if not isinstance(sampled, bool):
-        raise ValueError(f"algorithm {name!r}: sampled {sampled!r} is not True or False")
-    if not isinstance(weighted, bool):
-        raise ValueError(f"algorithm {name!r}: weighted {weighted!r} is not True or False")
+    for flag, value in (("sampled", sampled), ("weighted", weighted), ("replace", replace)):
+        if not isinstance(value, bool):
+            raise ValueError(f"algorithm {name!r}: {flag} {value!r} is not True or False")
     algorithm = Algorithm(name, label or name.upper(), loss, source, sampled, weighted)
     known = _REGISTRY.get(name)
-    if known is not None and known.loss is not loss and known.loss != loss:
-        raise ValueError(f"algorithm {name!r} is registered already (with "
-                         f"{getattr(known.loss, '__qualname__', known.loss)!r}); choose "
-                         "another name")
+    if known is not None and known != algorithm:
+        if name in BUILT_IN:
+            raise ValueError(f"algorithm {name!r} is built in and cannot be replaced; register "
+                             "yours under another name")
+        if not replace:
+            raise ValueError(f"algorithm {name!r} is registered already (with "
+                             f"{getattr(known.loss, '__qualname__', known.loss)!r}); choose "
+                             "another name, or pass replace=True to replace it")
     _REGISTRY[name] = algorithm
     return algorithm
 
@@ -177,6 +183,7 @@ def load_entry_points() -> list[str]:
 
 
 _LOSSES = "neurd.neural.losses"
+BUILT_IN = (NEURD, SPG, RMPG, RPG, A2C)  # registered here; never replaced
 # each built-in loss is sum_x weights(x) * (a term of x alone): weighted
 register(NEURD, f"{_LOSSES}:neurd_loss", ALGORITHM_LABELS[NEURD],
          "the paper: Algorithm 1 with the Remark's logit threshold", weighted=True)

@@ -355,6 +355,7 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     _needs_a_folder(checkpoint_path, stop_after_seconds, keep_state)
     started = time.monotonic()
     job, states, results = _setup(compiled, plan)
+    train.check_losses(plan.spec, job.game)  # a user's loss, before any compute
     saver = Checkpoint(checkpoint_path, identity or {})
     saver.claim()  # before any compute: a path that is not this project's is refused
     restored = saver.restore(states, partial(check_resumable, plan, job.iterations, job.phases,

@@ -235,29 +235,78 @@ def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array
                    legal: jax.Array | None = None):
     """``(d loss / d logits [I, A], share blocked)``: step 2's loss of the configuration's
     algorithm (``algorithm``: its index in ``spec.algorithms``; a loss of
-    :mod:`neurd.neural.algorithms`), differentiated in the logits.  Every algorithm's loss
-    is formed and the configuration's kept, so every algorithm runs in one ``vmap``.
+    :mod:`neurd.neural.algorithms`), differentiated in the logits.  Every algorithm's
+    gradient is formed and the configuration's kept, so every algorithm runs in one
+    ``vmap``; each is its own loss's gradient, chosen after differentiation, so that
+    another algorithm's loss (its NaN, its infinities) cannot reach it.
     ``taken``: the shares of the actions taken (:func:`critic_steps`), for the algorithms
     of the sampled actions.  ``legal``: the states' legal actions (default: every state's,
     ``game.tree.legal``)."""
     legal = game.tree.legal if legal is None else legal
+    centre = losses.CENTRINGS[spec.neurd_logits]
+    found = []
+    for name in spec.algorithms:
+        chosen = algorithms.get(name)
+        extra = {"taken": taken} if chosen.sampled else {}
+        def loss(x, function=chosen.function(), extra=extra):  # the signature's order
+            return function(x, q, legal, weights, spec.beta, centre, **extra)
+        (_, blocked), by_logits = jax.value_and_grad(loss, has_aux=True)(logits)
+        found.append((by_logits, blocked))
+    kept = found[-1]
+    for index in range(len(found) - 2, -1, -1):
+        kept = tuple(jnp.where(algorithm == index, mine, other)
+                     for mine, other in zip(found[index], kept))
+    return kept
 
-    def policy_loss(logits):
-        centre = losses.CENTRINGS[spec.neurd_logits]
-        found = []
-        for name in spec.algorithms:
-            chosen = algorithms.get(name)
-            extra = {"taken": taken} if chosen.sampled else {}
-            found.append(chosen.function()(logits, q, legal, weights, spec.beta, centre,
-                                           **extra))
-        kept = found[-1]
-        for index in range(len(found) - 2, -1, -1):
-            kept = tuple(jnp.where(algorithm == index, mine, other)
-                         for mine, other in zip(found[index], kept))
-        return kept
 
-    (_, blocked), by_logits = jax.value_and_grad(policy_loss, has_aux=True)(logits)
-    return by_logits, blocked
+def check_losses(spec: Spec, game: NeuralGame) -> None:
+    """Refuse, before a run computes, an algorithm of ``spec`` that is not built in whose loss,
+    called once on a test input of ``game``'s shapes (random logits and q, every state
+    weighted alike), does not return a finite scalar loss and a share blocked in [0, 1] with
+    a finite gradient in the logits of their shape: a :class:`~neurd.config.ConfigError`
+    naming the algorithm and what is wrong.  (A loss that passes and goes wrong later makes
+    its own configurations diverge, recorded so; the others are not touched:
+    :func:`logit_gradient`.)"""
+    from neurd.config import ConfigError
+
+    legal = np.asarray(game.tree.legal)
+    rng = np.random.default_rng(0)
+    logits = jnp.asarray(rng.normal(size=legal.shape), jnp.float32)
+    q = jnp.asarray(np.where(legal, rng.normal(size=legal.shape), 0.0), jnp.float32)
+    weights = jnp.full(legal.shape[0], 1.0 / legal.shape[0], jnp.float32)
+    taken = jnp.asarray(legal / np.maximum(legal.sum(-1, keepdims=True), 1), jnp.float32)
+    for index, name in enumerate(spec.algorithms):
+        if name in algorithms.BUILT_IN:
+            continue
+        chosen, key = algorithms.get(name), f"neural.algorithms[{index}]"
+        extra = {"taken": taken} if chosen.sampled else {}
+
+        def refuse(what, name=name, key=key):
+            raise ConfigError(f"config key '{key}': algorithm {name!r}: {what} (called on a "
+                              "test input of the game's shapes before the run)", key)
+
+        def loss(x, function=chosen.function(), extra=extra):
+            out = function(x, q, legal, weights, spec.beta, losses.CENTRINGS[
+                spec.neurd_logits], **extra)
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                refuse(f"its loss returns {type(out).__name__}, not (loss, share blocked)")
+            value, share = (jnp.asarray(x) for x in out)
+            for what, x in (("loss", value), ("share blocked", share)):
+                if x.shape != ():
+                    refuse(f"its {what} is of shape {list(x.shape)}, not a scalar")
+            return value, share
+        try:
+            (value, share), gradient = jax.value_and_grad(loss, has_aux=True)(logits)
+        except ConfigError:
+            raise
+        except Exception as error:  # its own error, whatever it is, named with it
+            refuse(f"its loss raised {type(error).__name__}: {str(error)[:200]}")
+        if not np.isfinite(float(value)):
+            refuse(f"its loss is {float(value)}, not finite")
+        if not 0.0 <= float(share) <= 1.0:
+            refuse(f"its share blocked is {float(share)}, not in [0, 1]")
+        if gradient.shape != logits.shape or not np.isfinite(np.asarray(gradient)).all():
+            refuse("its gradient in the logits is not finite")
 
 
 def policy_step(spec: Spec, state: RunState, grads: dict):
