@@ -26,33 +26,16 @@ from neurd.config import ConfigError
 from neurd.games import CompiledGame, GameError
 from neurd.limits import size_of
 from neurd.machine import available_memory_bytes
-from neurd.names import LEARNERS
 from neurd.neural import results as neural_tables
 from neurd.neural import runs
+from neurd.neural.settings import learning_defaults
 from neurd.pipeline import neural as stage
 from neurd.pipeline import neural_resources
 
 # The neural section's learning and table keys, at their defaults (those of
-# workflow/schemas/neural.schema.yaml; tests/test_neural_compare.py keeps them equal):
+# workflow/schemas/neural.schema.yaml, where each is declared once: neurd.neural.settings):
 # what compare() takes as **settings.
-DEFAULTS: dict[str, object] = {
-    "algorithms": list(LEARNERS),
-    "hidden_sizes": [128],
-    "critic_batch": 4,
-    "policy_batch": 256,
-    "critic_updates_per_policy_update": 4,
-    "policy_learning_rate": 0.002,
-    "critic_learning_rate": 0.01,
-    "optimizer": "sgd",
-    "matmul_precision": "float32",
-    "neurd_logits": "raw",
-    "loss_normalisation": "player_mean",
-    "networks": "shared",
-    "beta": 2.0,
-    "seeds_per_batch": 5,
-    "final_checkpoints": 3,
-    "bootstrap": {"resamples": 1000, "confidence": 0.95, "method": "percentile"},
-}
+DEFAULTS: dict[str, object] = learning_defaults()
 CRITICS = ("learned", "exact")
 
 

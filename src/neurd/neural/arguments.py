@@ -14,18 +14,11 @@ from __future__ import annotations
 
 from neurd import schema
 from neurd.config import ConfigError
-from neurd.neural import variants
+from neurd.neural import settings, variants
 from neurd.neural.algorithms import check_algorithms
 
-# Spec field -> the neural config key it is
-SPEC_KEYS = {"algorithms": "algorithms", "hidden": "hidden_sizes",
-             "critic_batch": "critic_batch", "policy_batch": "policy_batch",
-             "critic_updates": "critic_updates_per_policy_update",
-             "policy_learning_rate": "policy_learning_rate",
-             "critic_learning_rate": "critic_learning_rate", "optimizer": "optimizer",
-             "beta": "beta", "critic": "critic", "precision": "matmul_precision",
-             "neurd_logits": "neurd_logits", "loss_normalisation": "loss_normalisation",
-             "networks": "networks"}
+# Spec field -> the neural config key it is (declared once, in the schema: x-spec)
+SPEC_KEYS = settings.spec_keys()
 # Plan field -> the neural config key it is (``phase_iterations``: of its game)
 PLAN_KEYS = {"game": "games", "entropies": "entropies", "phase_iterations": "phase_iterations",
              "phases": "phases", "geometric": "checkpoints", "linear": "checkpoints",

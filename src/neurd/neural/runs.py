@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 
 from neurd.config import require
+from neurd.neural import settings
 from neurd.neural.plan import Plan
 
 LEARNED, EXACT = "learned", "exact"
@@ -120,15 +121,7 @@ def spec(cfg: Mapping, critic: str):
     (JAX is imported here, not before)."""
     from neurd.neural.train import Spec
 
-    return Spec(
-        algorithms=tuple(cfg["algorithms"]), hidden=tuple(cfg["hidden_sizes"]),
-        critic_batch=int(cfg["critic_batch"]), policy_batch=int(cfg["policy_batch"]),
-        critic_updates=int(cfg["critic_updates_per_policy_update"]),
-        policy_learning_rate=float(cfg["policy_learning_rate"]),
-        critic_learning_rate=float(cfg["critic_learning_rate"]),
-        optimizer=cfg["optimizer"], beta=float(cfg["beta"]), critic=critic,
-        precision=cfg["matmul_precision"], neurd_logits=cfg["neurd_logits"],
-        loss_normalisation=cfg["loss_normalisation"], networks=cfg["networks"])
+    return Spec(**{**settings.spec_arguments(cfg), "critic": critic})
 
 
 def plan(cfg: Mapping, game: str, critic: str, chunk: int):

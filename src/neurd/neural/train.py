@@ -39,7 +39,7 @@ and splitting the seeds between jobs changes no number.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, make_dataclass, replace
 from functools import partial
 
 import jax
@@ -49,8 +49,7 @@ import optax
 
 from neurd import streams
 from neurd.games import CompiledGame
-from neurd.names import LEARNERS
-from neurd.neural import algorithms, layouts, losses, passes, sampler
+from neurd.neural import algorithms, layouts, losses, passes, sampler, settings
 from neurd.neural.device import cpu_devices
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.neural.programs import learning_program
@@ -65,34 +64,27 @@ from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 
 
-@dataclass(frozen=True)
-class Spec:
-    """Every hyperparameter of the learning loop (static: one compiled program per spec)."""
+def _check_layout(spec) -> None:
+    layouts.check(spec.layout)
 
-    algorithms: tuple[str, ...] = LEARNERS
-    hidden: tuple[int, ...] = (128,)
-    critic_batch: int = 4
-    policy_batch: int = 256
-    critic_updates: int = 4  # learning iterations (critic updates) per policy update
-    policy_learning_rate: float = 0.002
-    critic_learning_rate: float = 0.01
-    optimizer: str = "sgd"
-    beta: float = 2.0  # NeuRD's logit threshold
-    critic: str = "learned"
-    precision: str = "float32"  # the networks' matrix products (neurd.neural.networks)
-    # readings where the paper is silent (config keys of the same names; defaults ours)
-    neurd_logits: str = "raw"  # NeuRD's y: "raw", "centred", "centred_all" (neural.losses)
-    loss_normalisation: str = "player_mean"  # or "batch_sum", "trajectory_mean"
-    networks: str = "shared"  # or "per_player" (neurd.neural.networks)
-    # how a cycle's passes are laid out (a neurd.neural.layouts name; a run-time knob, not a
-    # config key): no number's meaning changes, only float rounding
-    layout: str = layouts.DEFAULT
-    # cycles per iteration of the compiled cycle loop (neurd.neural.variants: the same
-    # numbers up to float rounding)
-    unroll: int = 1
 
-    def __post_init__(self):
-        layouts.check(self.layout)
+# Every hyperparameter of the learning loop (static: one compiled program per spec). Its
+# settings are the config section neural's keys marked x-spec in its schema, with their
+# types and defaults from there (neurd.neural.settings: declared once); then two run-time
+# knobs, not config keys: ``layout``, how a cycle's passes are laid out (a
+# neurd.neural.layouts name; only float rounding changes), and ``unroll``, cycles per
+# iteration of the compiled cycle loop (neurd.neural.variants; the same numbers up to float
+# rounding).
+Spec = make_dataclass(
+    "Spec",
+    [(name, kind, field(default=default)) for name, kind, default in settings.spec_fields()]
+    + [("layout", str, field(default=layouts.DEFAULT)), ("unroll", int, field(default=1))],
+    frozen=True,
+    namespace={"__post_init__": _check_layout,
+               "__doc__": "Every hyperparameter of the learning loop (static: one compiled "
+                          "program per spec): the settings of neurd.neural.settings, then "
+                          "the run-time knobs layout and unroll."})
+Spec.__module__ = __name__
 
 
 @jax.tree_util.register_dataclass
@@ -248,7 +240,9 @@ def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array
     for name in spec.algorithms:
         chosen = algorithms.get(name)
         extra = {"taken": taken} if chosen.sampled else {}
-        def loss(x, function=chosen.function(), extra=extra):  # the signature's order
+        function = chosen.function()
+
+        def loss(x, function=function, extra=extra):  # the signature's order
             return function(x, q, legal, weights, spec.beta, centre, **extra)
         (_, blocked), by_logits = jax.value_and_grad(loss, has_aux=True)(logits)
         found.append((by_logits, blocked))
@@ -285,7 +279,9 @@ def check_losses(spec: Spec, game: NeuralGame) -> None:
             raise ConfigError(f"config key '{key}': algorithm {name!r}: {what} (called on a "
                               "test input of the game's shapes before the run)", key)
 
-        def loss(x, function=chosen.function(), extra=extra):
+        function = chosen.function()
+
+        def loss(x, function=function, extra=extra):
             out = function(x, q, legal, weights, spec.beta, losses.CENTRINGS[
                 spec.neurd_logits], **extra)
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
