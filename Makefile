@@ -155,9 +155,13 @@ gpu-allocation:
 # GPU's OUT and the CPU's CPU_OUT, those that hold a pack) and add them to published/paper,
 # the README's sentence on its seeds and the findings' section on them; each allocation's
 # report is kept in bench/gpu/allocations/ (a GPU's) or bench/cpu/allocations/ (a CPU's).
-# Commit them.
-FROM ?= $(or $(foreach f,$(OUT) $(CPU_OUT),$(if $(wildcard $(f)/blocks.json),$(f))),$(OUT))
+# Commit them.  With no pack there (or FROM given empty) it says in one line where it looked,
+# before anything runs (published-add would only be told of no PACK at all).
+FROM ?= $(foreach f,$(OUT) $(CPU_OUT),$(if $(wildcard $(f)/blocks.json $(f)/*/blocks.json),$(f)))
+NO_PACK = $(if $(filter file,$(origin FROM)),neither OUT=$(OUT) nor CPU_OUT=$(CPU_OUT) holds \
+  a pack (blocks.json),FROM is empty); name the folder of a pack with FROM=<folder>
 publish-blocks: $(STAMP)
+	@test -n "$(strip $(FROM))" || { echo "publish-blocks: $(NO_PACK)" >&2; exit 1; }
 	$(BIN)/neurd published-add workflow/config/paper.yaml $(FROM) \
 	  --keep-reports bench/gpu/allocations --keep-cpu-reports bench/cpu/allocations
 	$(BIN)/neurd published-readme published/paper

@@ -11,7 +11,9 @@ test``.  From Snakemake's benchmark files it takes the neural jobs' share of the
 seconds.  The run is added to ``--out`` (one entry per processor, its family, model and
 stepping numbers, instruction set and config: a new run replaces the one it repeats), with the
 processor, the instruction set XLA compiled for, the revision and the date; the README and
-docs/performance.md quote these entries.
+docs/performance.md quote these entries.  The run records its config by name and by the hash
+of the file's content (``config_hash``, :func:`neurd.expected_time.config_digest`): ``neurd
+expected-time`` matches a user's config to the runs by that hash, not by the name.
 """
 
 from __future__ import annotations
@@ -71,11 +73,15 @@ def main(argv=None) -> int:
         [python, "-c", "import json; from neurd.expected_time import probe; "
          "print(json.dumps(probe()))"], cwd=clone, env=env, capture_output=True, text=True,
         check=True).stdout.strip().splitlines()[-1])
+    digest = subprocess.run(
+        [python, "-c", "import sys; from neurd.expected_time import config_digest; "
+         "print(config_digest(sys.argv[1]))", args.config], cwd=clone, env=env,
+        capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     check = _run([str(clone / ".venv/bin/neurd"), "check-config", args.config], clone, env)
     snakemake = _run([str(clone / ".venv/bin/snakemake"), "--cores", str(args.cores),
                       "--configfile", args.config], clone, env)
     test = _run(["make", "test"], clone, env) if args.test else None
-    entry = {"config": Path(args.config).name, **clone_machine(clone, env),
+    entry = {"config": Path(args.config).name, "config_hash": digest, **clone_machine(clone, env),
              "xla_flags": args.xla_flags, "cores": args.cores, "venv_seconds": venv,
              "check_seconds": check, "snakemake_seconds": snakemake, "test_seconds": test,
              "probe": probe, "neural_share": neural_share(clone / "results" / "benchmarks")}

@@ -3,14 +3,19 @@ run's time scaled by the probe's ratio, part by part; the reference of this inst
 first; nothing promised where no run of the config was timed whole."""
 
 import json
+import logging
+import shutil
+from pathlib import Path
 
 import pytest
 
-from neurd import expected_time
+from neurd import cli, expected_time
 
-REFERENCE = {"config": "default.yaml", "processor": "CPU A", "isa": "AVX512",
-             "snakemake_seconds": 600.0, "neural_share": 0.5,
-             "probe": {"neural": 10.0, "tabular": 2.0}}
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "workflow/config/default.yaml"
+REFERENCE = {"config": "default.yaml", "config_hash": expected_time.config_digest(DEFAULT),
+             "processor": "CPU A", "isa": "AVX512", "snakemake_seconds": 600.0,
+             "neural_share": 0.5, "probe": {"neural": 10.0, "tabular": 2.0}}
 
 
 def test_a_probe_twice_as_slow_expects_twice_the_time():
@@ -31,12 +36,86 @@ def test_the_reference_of_this_instruction_set_comes_first():
     assert "no time is expected" in none
 
 
-def test_references_are_those_of_the_config(tmp_path):
+def test_references_are_those_of_the_configs_content_not_its_name(tmp_path):
+    """A user's own default.yaml of other content is priced by no run of the project's; a copy
+    of the project's under another name is; a run recorded without a hash prices nothing."""
     path = tmp_path / "figures_time.json"
-    smoke = dict(REFERENCE, config="smoke.yaml")
-    path.write_text(json.dumps({"runs": [REFERENCE, smoke]}))
-    assert expected_time.references(path, "workflow/config/default.yaml") == [REFERENCE]
-    assert expected_time.references(tmp_path / "absent.json", "default.yaml") == []
+    smoke = dict(REFERENCE, config="smoke.yaml",
+                 config_hash=expected_time.config_digest(ROOT / "workflow/config/smoke.yaml"))
+    unhashed = {k: v for k, v in REFERENCE.items() if k != "config_hash"}
+    path.write_text(json.dumps({"runs": [REFERENCE, smoke, unhashed]}))
+    assert expected_time.references(path, DEFAULT) == [REFERENCE]
+    mine = tmp_path / "mine" / "default.yaml"
+    mine.parent.mkdir()
+    mine.write_text(DEFAULT.read_text().replace("\nseed: 0\n", "\nseed: 7\n", 1))
+    assert mine.read_text() != DEFAULT.read_text()
+    assert expected_time.references(path, mine) == []
+    copy = shutil.copy(DEFAULT, tmp_path / "my_run.yaml")
+    assert expected_time.references(path, copy) == [REFERENCE]
+
+
+@pytest.mark.parametrize("text, said", [
+    (None, "cannot be read (No such file or directory)"),
+    ('{"runs": [{"config": "default.yaml", "probe', "is not JSON (Unterminated string"),
+    (b"\xff\xfe{}", "is not JSON ("),
+    ('{"runs": 3}', "holds no list of runs"),
+    ('["default.yaml"]', "holds no list of runs")])
+def test_a_damaged_file_of_references_is_named(tmp_path, text, said):
+    path = tmp_path / "figures_time.json"
+    if text is not None:
+        (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    with pytest.raises(expected_time.ReferencesUnreadable) as refused:
+        expected_time.references(path, DEFAULT)
+    assert str(refused.value).startswith(f"{path} {said}") and "\n" not in str(refused.value)
+
+
+def _expected_time(monkeypatch, caplog, config, references):
+    """``neurd expected-time``'s exit status, its log lines and whether it probed."""
+    probed = []
+    monkeypatch.setattr(expected_time, "probe",
+                        lambda: probed.append(1) or {"neural": 10.0, "tabular": 2.0})
+    monkeypatch.setattr("neurd.neural.device.use_cores", lambda: 1)
+    with caplog.at_level(logging.INFO):
+        status = cli.main(["expected-time", str(config), "--references", str(references)])
+    said = [r.getMessage() for r in caplog.records if r.name == "neurd.expected_time"]
+    return status, said, bool(probed)
+
+
+def test_make_figures_is_told_of_a_damaged_file_of_references_and_goes_on(
+        tmp_path, monkeypatch, caplog):
+    """A truncated bench/figures_time.json used to read as "no run timed": now it is named in
+    one warning, nothing is probed, and the step succeeds (make figures goes on)."""
+    truncated = tmp_path / "figures_time.json"
+    truncated.write_text((ROOT / "bench/figures_time.json").read_text()[:200])
+    status, said, probed = _expected_time(monkeypatch, caplog, DEFAULT, truncated)
+    assert status == 0 and not probed
+    assert said == [f"make figures: {truncated} is not JSON (" + said[0].split(" (", 1)[1]]
+    assert said[0].endswith(": no time is expected")
+    assert [r.levelname for r in caplog.records if r.name == "neurd.expected_time"] == [
+        "WARNING"]
+
+
+def test_make_figures_prices_a_config_by_its_content(tmp_path, monkeypatch, caplog):
+    references = tmp_path / "figures_time.json"
+    references.write_text(json.dumps({"runs": [REFERENCE]}))
+    mine = tmp_path / "default.yaml"  # the user's own, of other content
+    mine.write_text("seed: 7\n")
+    status, said, probed = _expected_time(monkeypatch, caplog, mine, references)
+    assert status == 0 and not probed and "no time is expected" in said[0]
+    caplog.clear()
+    copy = shutil.copy(DEFAULT, tmp_path / "renamed.yaml")
+    status, said, probed = _expected_time(monkeypatch, caplog, copy, references)
+    assert status == 0 and probed and "about 10 min" in said[0] and "CPU A" in said[0]
+
+
+def test_a_bad_progress_interval_is_refused_before_the_probe(tmp_path, monkeypatch, caplog):
+    """make figures says the time, then the progress lines say each job's: a bad
+    $NEURD_PROGRESS_SECONDS ends it here, named, before the probe's fifteen seconds."""
+    monkeypatch.setenv("NEURD_PROGRESS_SECONDS", "-1")
+    status, _, probed = _expected_time(monkeypatch, caplog, DEFAULT,
+                                       ROOT / "bench/figures_time.json")
+    assert status == 2 and not probed
+    assert any("$NEURD_PROGRESS_SECONDS is '-1'" in r.getMessage() for r in caplog.records)
 
 
 
@@ -70,18 +149,32 @@ def test_two_processors_of_one_model_name_are_two_runs_each_named_by_its_numbers
     assert "CPU A (family 26 model 2 stepping 1), AVX512: 5 min" in said
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "smoke.yaml", "paper.yaml"])
-def test_the_repository_references_are_well_formed(name):
-    """bench/figures_time.json's runs each name the processor, its instruction set, the time
-    and the probe; the README's times come from them."""
-    from pathlib import Path
+def _timed_default_runs(root: Path) -> list[dict]:
+    """bench/figures_time.json's runs of default.yaml, by the name they record (the runs the
+    README and docs/performance.md quote)."""
+    return [run for run in expected_time.timed_runs(root / "bench/figures_time.json")
+            if run["config"] == "default.yaml"]
 
-    path = Path(__file__).resolve().parents[1] / "bench/figures_time.json"
-    for run in expected_time.references(path, name):
+
+def test_the_repository_references_are_well_formed():
+    """bench/figures_time.json's runs each name the config (and the hash of its content), the
+    processor, its instruction set, the time and the probe; the README's times come from
+    them."""
+    for run in expected_time.timed_runs(ROOT / "bench/figures_time.json"):
+        assert (ROOT / "workflow/config" / run["config"]).is_file()
+        assert len(run["config_hash"]) == 16
         assert run["processor"] and run["isa"] and run["snakemake_seconds"] > 0
         if run["probe"]:  # a run timed with its probe prices the estimate
             assert 0 <= run["neural_share"] <= 1
             assert run["probe"]["neural"] > 0 and run["probe"]["tabular"] > 0
+
+
+def test_the_repository_references_price_the_default_config():
+    """The runs of default.yaml were timed with the content it has now: make figures prices
+    itself with them.  A change to default.yaml leaves them behind: time a run of the new
+    content (bench/time_figures.py) or make figures expects no time."""
+    runs = _timed_default_runs(ROOT)
+    assert runs and expected_time.references(ROOT / "bench/figures_time.json", DEFAULT) == runs
 
 
 def test_the_performance_page_gives_the_runs_timed_slowest_first():
@@ -90,7 +183,7 @@ def test_the_performance_page_gives_the_runs_timed_slowest_first():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    runs = expected_time.references(root / "bench/figures_time.json", "default.yaml")
+    runs = _timed_default_runs(root)
     assert runs
     table = expected_time.times_table(runs)
     assert table in (root / "docs/performance.md").read_text(encoding="utf-8"), table
@@ -107,7 +200,7 @@ def test_the_readme_quotes_each_runs_whole_time():
     root = Path(__file__).resolve().parents[1]
     readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
     performance = (root / "docs/performance.md").read_text(encoding="utf-8")
-    for run in expected_time.references(root / "bench/figures_time.json", "default.yaml"):
+    for run in _timed_default_runs(root):
         whole = expected_time._clock(float(run["snakemake_seconds"])
                                      + float(run.get("venv_seconds") or 0)
                                      + float(run.get("check_seconds") or 0))

@@ -470,3 +470,82 @@ def test_the_neural_tables_name_the_variant_and_the_device_their_jobs_ran(figure
             v == "default" or v.startswith("auto.") for v in meta["cycle_variants"]), path
         assert meta["devices"] == [f"{cpu['processor']}, {cpu['isa']}"], path
         assert meta["machine"]["processor"] == cpu["processor"]
+
+
+def _data_extent(ax, axis: str):
+    """The finite extent of the data drawn in data coordinates on ``axis`` ('x' or 'y'):
+    lines (but marks drawn across the axes, as phase lines), bands and patches."""
+    import numpy as np
+
+    column = 0 if axis == "x" else 1
+    values = []
+    for line in ax.lines:
+        if line.get_visible() and line.get_gid() != "phase-line" \
+                and line.get_transform() == ax.transData:
+            values.append(np.asarray(line.get_xydata(), dtype=float)[:, column])
+    for item in [*ax.collections, *ax.patches]:
+        if not item.get_visible() or item.get_transform() != ax.transData:
+            continue
+        paths = item.get_paths() if hasattr(item, "get_paths") else [item.get_path()]
+        for path in paths:
+            values.append(np.asarray(path.vertices, dtype=float)[:, column])
+        if hasattr(item, "get_offsets") and item.get_offset_transform() == ax.transData:
+            values.append(np.asarray(item.get_offsets(), dtype=float).reshape(-1, 2)[:, column])
+    values = np.concatenate(values) if values else np.array([])
+    log = (ax.get_xscale() if axis == "x" else ax.get_yscale()) == "log"
+    values = values[np.isfinite(values) & ((values > 0) if log else True)]
+    return (values.min(), values.max(), log) if len(values) else None
+
+
+def test_every_axis_holds_its_data_within_a_factor_of_two(drawn):
+    """No axis spans much more than its data (Fig 4b's once ran to about 300 for data at most
+    4.75): the part of its span the data fills is at least a half (log axes: in decades)."""
+    import numpy as np
+
+    checked = 0
+    for name, (fig, _) in drawn.items():
+        fig.canvas.draw()
+        for ax in fig.axes:
+            for axis in ("x", "y"):
+                extent = _data_extent(ax, axis)
+                if extent is None:
+                    continue
+                low, high, log = extent
+                lo, hi = sorted(ax.get_xlim() if axis == "x" else ax.get_ylim())
+                scale = np.log10 if log else (lambda v: v)
+                span = scale(hi) - scale(lo)
+                filled = scale(min(hi, high)) - scale(max(lo, low))
+                if high - low <= 1e-12 * max(abs(high), 1.0):  # one value: nothing to fill
+                    continue
+                assert filled >= span / 2.2, (name, ax.get_title(), axis, (lo, hi),
+                                              (low, high))
+                checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("scale", ["log", "linear"])
+def test_a_legend_with_no_free_place_widens_its_axis_at_most_twofold(scale):
+    """Axes full of lines leave a legend no free place: the axis gains headroom in steps of
+    a quarter of its first span, four at most (compounding steps once took Fig 4b's log axis
+    from 5 to about 300), and the legend takes the place that covers least."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from neurd.figures import style
+
+    style.setup()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    x = np.linspace(1, 100, 200)
+    for level in np.geomspace(0.01, 5, 40) if scale == "log" else np.linspace(0, 5, 40):
+        ax.plot(x, np.full_like(x, level) * (1 + 0.3 * np.sin(x / 7)), color="0.5")
+    ax.set_yscale(scale)
+    for k in range(6):
+        ax.plot([], [], label=f"series {k}")
+    fig.tight_layout()
+    bottom, top = ax.get_ylim()
+    style.place_legend(ax)
+    new_bottom, new_top = ax.get_ylim()
+    measure = np.log10 if scale == "log" else (lambda v: v)
+    assert new_bottom == bottom
+    assert measure(new_top) - measure(bottom) <= 2.0 * (measure(top) - measure(bottom)) + 1e-9
+    plt.close(fig)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_workflow
 
 from neurd import progress
 from neurd.progress import LogWatcher, Progress, duration, progress_message, progress_seconds
@@ -107,12 +108,58 @@ def test_durations_read_as_a_person_reads_them(seconds, text):
     assert duration(seconds) == text
 
 
-def test_the_interval_comes_from_the_environment_and_zero_turns_it_off(tmp_path):
-    assert progress_seconds({}) == 30.0
-    assert progress_seconds({"NEURD_PROGRESS_SECONDS": "5"}) == 5.0
-    for off in ("0", "-1", "nan", "inf", "soon"):
-        assert progress_seconds({"NEURD_PROGRESS_SECONDS": off}) == 0.0
+@pytest.mark.parametrize("text, seconds", [(None, 30.0), ("", 30.0), (" ", 30.0),
+                                           ("0", 0.0), ("30", 30.0), ("0.5", 0.5)])
+def test_the_interval_comes_from_the_environment_and_zero_turns_it_off(tmp_path, text,
+                                                                        seconds):
+    environ = {} if text is None else {"NEURD_PROGRESS_SECONDS": text}
+    assert progress_seconds(environ) == seconds
     assert progress.watch_logs(tmp_path, interval=0) is None
+
+
+@pytest.mark.parametrize("text", ["-1", "x", "nan", "inf", "-inf", "soon", "1e400"])
+def test_an_interval_that_is_not_seconds_is_refused_naming_it(text):
+    """-1 or x used to turn progress off without a word: now the variable and its value are
+    named, in one line, by the one function every reader of the variable calls."""
+    with pytest.raises(ValueError) as refused:
+        progress_seconds({"NEURD_PROGRESS_SECONDS": text})
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"$NEURD_PROGRESS_SECONDS is {text!r}, not a number of seconds")
+
+
+def test_every_reader_of_the_interval_refuses_a_bad_one(monkeypatch, tmp_path):
+    """A step's Progress and the Snakemake run's log watcher (started before the first job)
+    read the variable through progress_seconds, so both refuse before any work."""
+    monkeypatch.setenv("NEURD_PROGRESS_SECONDS", "-1")
+    with pytest.raises(ValueError, match=r"NEURD_PROGRESS_SECONDS is '-1'"):
+        Progress("CFR sweep", 200)
+    with pytest.raises(ValueError, match=r"NEURD_PROGRESS_SECONDS is '-1'"):
+        progress.watch_logs(tmp_path)
+    assert Progress("CFR sweep", 200, interval=5).interval == 5.0  # given: not read
+    sources = [ROOT / "Snakefile", *(path for folder in ("src", "workflow", "bench")
+                                     for path in (ROOT / folder).rglob("*")
+                                     if path.suffix in (".py", ".smk"))]
+    readers = [f"{path.relative_to(ROOT)}: {line.strip()}" for path in sources
+               if path != ROOT / "src/neurd/progress.py"
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if "PROGRESS_SECONDS" in line and not line.lstrip().startswith("#")
+               and '"NEURD_PROGRESS_SECONDS": ' not in line]  # a comment, or a value set
+    assert not readers, readers
+
+
+def test_a_snakemake_run_with_a_bad_interval_stops_before_its_first_job(tmp_path):
+    """The workflow's log watcher reads the variable when the run starts: a bad value ends
+    the run, naming it, with no job run and nothing written under results/."""
+    workdir = copy_workflow(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "results/smoke/neural/kuhn/jobs/learned_0_curves"
+         ".parquet", "--cores", "1", "--configfile", "workflow/config/smoke.yaml"],
+        cwd=workdir, capture_output=True, text=True,
+        env={**os.environ, "NEURD_PROGRESS_SECONDS": "x"})
+    assert done.returncode != 0
+    assert "$NEURD_PROGRESS_SECONDS is 'x', not a number of seconds >= 0" in done.stderr
+    assert not (workdir / "results").exists(), done.stderr[-3000:]
 
 
 class Clock:

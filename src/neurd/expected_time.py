@@ -9,6 +9,12 @@ whole (``bench/figures_time.json``, written by ``bench/time_figures.py``): each 
 reference's time, scaled by how much slower or faster the probe runs here, its neural and
 tabular parts each by the share of the run's CPU time they took there; the reference of the
 same instruction set first.  The console's progress lines (each job's ETA) then correct it.
+
+A reference is a run of the same config: matched by the hash of the config file's content
+(:func:`config_digest`), not by its name, so a user's own ``default.yaml`` of other content
+is priced by no run, and a copy of the project's under another name by the project's runs.
+The time is advice: a file of references that cannot be read is named in a warning and no
+time is expected, but ``make figures`` goes on.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from neurd import names
+from neurd.configfile import read_config_file
 from neurd.machine import cpu_description
+from neurd.progress import progress_seconds
+from neurd.tables import config_hash
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +77,40 @@ def estimate(here: Mapping[str, float], reference: Mapping) -> float:
                                                      + (1.0 - share) * ratio["tabular"])
 
 
-def references(path: str | Path, config: str) -> list[dict]:
-    """The reference runs of config file ``config`` (its name) in ``path``."""
+class ReferencesUnreadable(ValueError):
+    """The file of runs timed whole cannot be read or parsed; the message names it."""
+
+
+def timed_runs(path: str | Path) -> list[dict]:
+    """Every run recorded in ``path`` (``{"runs": [...]}``).  A file that is missing,
+    unreadable, truncated or not such a list is :class:`ReferencesUnreadable`, one line naming
+    it: taken for "no runs", it would hide a damaged file behind "no time is expected"."""
     try:
-        runs = json.loads(Path(path).read_text()).get("runs", [])
-    except (OSError, ValueError):
-        return []
-    return [r for r in runs if Path(r.get("config", "")).name == Path(config).name]
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ReferencesUnreadable(f"{path} cannot be read ({error.strerror or error})") from None
+    except ValueError as error:  # JSON's errors and UnicodeDecodeError
+        reason = " ".join(str(error).split())
+        raise ReferencesUnreadable(f"{path} is not JSON ({reason})") from None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise ReferencesUnreadable(f'{path} holds no list of runs ({{"runs": [{{...}}]}})')
+    return runs
+
+
+def config_digest(config: str | Path) -> str:
+    """The hash of config file ``config``'s content as read (:func:`neurd.tables.config_hash`
+    of its mapping): what a run timed whole records of its config (``config_hash``)."""
+    return config_hash(read_config_file(config))
+
+
+def references(path: str | Path, config: str | Path) -> list[dict]:
+    """The reference runs in ``path`` of config file ``config``: those recorded with the hash
+    of its content (:func:`config_digest`), whatever its name; a run recorded without one
+    prices nothing.  Raises :class:`ReferencesUnreadable` for a damaged ``path``."""
+    runs = timed_runs(path)
+    digest = config_digest(config)
+    return [run for run in runs if run.get("config_hash") == digest]
 
 
 def expectation(here: Mapping[str, float], runs: Sequence[Mapping], isa: str) -> str:
@@ -158,11 +194,16 @@ def _minutes(seconds: float) -> str:
 
 
 def _step(args) -> None:
-    runs = references(args.references, args.configfile)
+    progress_seconds()  # the progress lines said to follow: a bad interval refused before the probe
+    try:
+        runs = references(args.references, args.configfile)
+    except ReferencesUnreadable as error:  # advice only: make figures goes on
+        log.warning("make figures: %s: no time is expected", error)
+        return
     cpu = cpu_description()
     if not runs:
-        log.info("make figures: no run of %s has been timed whole (%s): no time is expected",
-                 args.configfile, args.references)
+        log.info("make figures: no run of a config of %s's content has been timed whole (%s):"
+                 " no time is expected", args.configfile, args.references)
         return
     from neurd.neural.device import use_cores
 
@@ -174,7 +215,7 @@ def register(sub) -> None:
     """Add ``neurd expected-time`` to the command line."""
     p = sub.add_parser("expected-time", help="say how long make figures should take here, "
                        "from a probe of about fifteen seconds")
-    p.add_argument("configfile", help="the config file of the run (its name is matched)")
+    p.add_argument("configfile", help="the config file of the run (its content is matched)")
     p.add_argument("--references", default=str(REFERENCES),
                    help="the runs timed whole (bench/figures_time.json)")
     p.set_defaults(func=_step)

@@ -11,12 +11,14 @@ program is compiled once.
 Each step's log (``results/logs/<step>.log``) keeps every progress line; during a
 Snakemake run :func:`watch_logs` (started by the workflow) also shows on the
 console, every ``$NEURD_PROGRESS_SECONDS`` seconds (default 30; 0: never), the
-latest progress line of each job that has been running that long.
+latest progress line of each job that has been running that long.  A value that is not
+a finite number >= 0 is refused (:func:`progress_seconds`) before the run starts.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import sys
@@ -28,17 +30,19 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from neurd.config import ConfigError
+
 
 class Progress:
     """``label: done/total unit (x%), rate, elapsed, ETA`` lines on a logger.
 
     Throttled as the pipeline's console is: a line for the first update, then at most one
-    every ``interval`` seconds (``$NEURD_PROGRESS_SECONDS``, default 30; 0: none between
-    the first and the last), and always the last (``done >= total``); the updates between
-    go to the logger at DEBUG.  The first segment of a jitted loop includes its
-    compilation, so the rate and the time left are measured from the end of the first
-    update that did work (``done > 0``): before that the rate is the whole run's and the
-    ETA ``?``.
+    every ``interval`` seconds (:func:`progress_seconds`: ``$NEURD_PROGRESS_SECONDS``,
+    default 30; 0: none between the first and the last; a bad value is refused here, before
+    the loop), and always the last (``done >= total``); the updates between go to the
+    logger at DEBUG.  The first segment of a jitted loop includes its compilation, so the
+    rate and the time left are measured from the end of the first update that did work
+    (``done > 0``): before that the rate is the whole run's and the ETA ``?``.
     """
 
     def __init__(self, label: str, total: float, unit: str = "iterations",
@@ -112,15 +116,20 @@ def progress_message(line: str) -> str | None:
 
 def progress_seconds(environ=os.environ) -> float:
     """Seconds between a job's progress lines on the console: ``$NEURD_PROGRESS_SECONDS``
-    (default 30); 0 (or a value that is not a number >= 0) turns them off."""
+    (unset or empty: 30; 0 turns them off).  Every reader of the variable comes here, so a
+    value that is not a finite number >= 0 (``-1``, ``x``, ``nan``, ``inf``) is refused
+    at once, naming it, rather than turning progress off without a word."""
     text = environ.get(PROGRESS_SECONDS_VARIABLE)
-    if text is None:
+    if text is None or not text.strip():
         return DEFAULT_PROGRESS_SECONDS
     try:
         value = float(text)
     except ValueError:
-        return 0.0
-    return value if value >= 0 and value == value and value != float("inf") else 0.0
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"${PROGRESS_SECONDS_VARIABLE} is {text!r}, not a number of seconds "
+                          f">= 0 (0 turns progress off; unset: {DEFAULT_PROGRESS_SECONDS:g})")
+    return value
 
 
 class LogWatcher:
@@ -192,7 +201,8 @@ class LogWatcher:
 def watch_logs(folder, interval: float | None = None, stream=None) -> threading.Thread | None:
     """Start a daemon thread that polls :class:`LogWatcher` on ``folder`` (the run's
     ``logs`` folder) until the process ends; ``interval``: ``$NEURD_PROGRESS_SECONDS`` by
-    default.  Returns the thread, or ``None`` when progress is turned off.  A failure to
+    default (:func:`progress_seconds`, which refuses a bad value before the run's first
+    job).  Returns the thread, or ``None`` when progress is turned off.  A failure to
     read never stops the run: the thread only reads logs and writes to the console."""
     interval = progress_seconds() if interval is None else float(interval)
     if interval <= 0:

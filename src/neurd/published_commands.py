@@ -199,17 +199,31 @@ def pack_member_allowed(cfg: Mapping):
     return lambda member: pattern.fullmatch(member) is not None
 
 
-def _add(args) -> None:
-    cfg, folder, results = _config_and_folder(args)
+def _pack_indexes(packs) -> list[Path]:
+    """The pack indexes of ``neurd published-add``'s PACKs: each a blocks.json, a folder
+    holding one, or a folder of such folders.  A PACK that is blank (as a path it would be
+    the working folder, searched for packs) or holds no blocks.json is refused in one line
+    naming it, before the config is read."""
     indexes = []
-    for given in args.packs:
+    for given in packs:
         path = Path(given)
+        if not given.strip():
+            raise PublicationError(f"PACK {given!r} is empty: name a blocks.json or the folder "
+                                   "holding it")
         found = [path] if path.is_file() else sorted(path.glob("*/blocks.json")) + sorted(
             path.glob("blocks.json"))
         if not found:
-            raise PublicationError(f"{given}: no pack here (a blocks.json with its parts, or "
-                                   "folders of them)")
+            what = "no such file or folder" if not path.exists() else \
+                "no blocks.json in it or in its folders"
+            raise PublicationError(f"{given}: no pack here ({what}; a pack is a blocks.json "
+                                   "with its parts)")
         indexes += found
+    return indexes
+
+
+def _add(args) -> None:
+    indexes = _pack_indexes(args.packs)
+    cfg, folder, results = _config_and_folder(args)
     work = results / "published-add"
     sources, states, folders = [], [], []
     try:

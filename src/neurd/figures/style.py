@@ -171,13 +171,16 @@ def _legend_box(legend, pad: float = 3.0):
 def place_legend(ax, headroom: int = 4, **kwargs):
     """A legend inside ``ax`` that covers no data: the first of :data:`LOCATIONS` whose box
     touches no line, band, marker or text of the axes (phase lines allowed if it must);
-    if none is free, the y axis gains headroom at the top (a quarter of its span, on a
-    log axis of its decades) and the locations are tried again, ``headroom`` times at
-    most; the last resort is the location that covers least.  Call it once the figure's
-    layout is final (after ``tight_layout``): a legend's size is in points, the axes' in
-    inches."""
+    if none is free, the y axis gains headroom at the top, a quarter of its first span at a
+    time (on a log axis, of its decades), ``headroom`` times at most, so that the axis
+    spans at most twice what it did (its data within a factor of two: tested for every
+    figure), and the locations are tried again; the last resort is the location that covers
+    least.  Call it once the figure's layout is final (after ``tight_layout``): a legend's
+    size is in points, the axes' in inches."""
     kwargs.pop("loc", None)
     best = None
+    bottom, top = ax.get_ylim()
+    log = ax.get_yscale() == "log"
     for attempt in range(headroom + 1):
         for marks in (True, False):
             found = obstacles(ax, marks)
@@ -189,11 +192,9 @@ def place_legend(ax, headroom: int = 4, **kwargs):
                 if best is None or touched < best[0]:
                     best = (touched, loc, ax.get_ylim())
         if attempt < headroom:
-            bottom, top = ax.get_ylim()
-            if ax.get_yscale() == "log":
-                ax.set_ylim(bottom, top * (top / bottom) ** 0.25)
-            else:
-                ax.set_ylim(bottom, top + 0.25 * (top - bottom))
+            step = 0.25 * (attempt + 1)
+            ax.set_ylim(bottom, top * (top / bottom) ** step if log
+                        else top + step * (top - bottom))
     ax.set_ylim(best[2])
     return ax.legend(loc=best[1], **kwargs)
 
