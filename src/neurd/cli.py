@@ -29,6 +29,7 @@ from neurd.packs import PackError
 from neurd.pipeline.neural_resources import checkpoint_minutes_default
 from neurd.pipeline.tabular import ReferenceMismatch
 from neurd.precision import float64
+from neurd.progress import progress_seconds
 from neurd.provenance import collect, write_html
 from neurd.publication import PublicationError
 from neurd.published_commands import check_configured
@@ -95,6 +96,7 @@ def _check_config(args) -> None:
     config = load_config(args.files, args.workflow)
     check_configured(config, args.workflow, args.files, content=True)
     checkpoint_minutes_default()  # the environment a job reads its saving interval from
+    progress_seconds()  # and its progress interval: a bad one named before any job
     log.info("config is valid: scale %r, results in %s/", config["scale"],
              results_root(config))
 
