@@ -286,3 +286,37 @@ def test_a_run_too_large_for_the_machines_memory_is_refused_before_compiling(mon
                                           r"0.0 GiB this machine has available: lower "
                                           r"seeds_per_batch"):
         comparison.compare("kuhn_poker", iterations=100)
+
+
+def _labels(fig) -> tuple[list[str], list[str]]:
+    """The bottom panel's algorithm ticks and the top panel's legend entries."""
+    top, bottom = fig.axes[0], fig.axes[1]
+    ticks = [t.get_text() for t in bottom.get_xticklabels()]
+    legend = [t.get_text() for t in top.get_legend().get_texts()]
+    return ticks, legend
+
+
+def test_the_comparisons_figure_draws_every_algorithm_with_the_registrys_labels(documented):
+    """docs/neural.md's run of NeuRD, SPG, RPG and a user's clipped SPG: each drawn, in a
+    stable order (the paper's pair, the other built-ins, then the user's), labelled as
+    registered; Fig 6 drawn from the same tables draws them too, its claims the paper's."""
+    import matplotlib.pyplot as plt
+
+    from neurd.figures import fig6, style
+    from neurd.neural import settings
+
+    mine = documented["mine"]
+    expected = ["NeuRD", "SPG", "RPG", "clipped SPG"]
+    ticks, legend = _labels(documented["figure"])
+    assert ticks == expected
+    assert [t.split(" ($")[0] for t in legend if "$" in t] == expected
+    colours = [style.algorithm_colour(a) for a in ("neurd", "spg", "rpg", "clipped_spg")]
+    assert len(set(colours)) == 4
+    tables = {"nashconv": mine.nashconv, "ci": mine.nashconv_ci, "summary": mine.summary,
+              "diagnostics": mine.diagnostics}
+    cfg = {**mine.config, "audit_fraction": settings.default("audit_fraction")}
+    fig, claims = fig6.make(tables, cfg, scale="test")
+    assert _labels(fig)[0] == expected
+    assert all("RPG" not in c.measured and "clipped" not in c.measured for c in claims)
+    plt.close(fig)
+    plt.close(documented["figure"])

@@ -67,6 +67,20 @@ class Comparison:
     """The ``neural`` config section (and ``seed``) the tables are made from, one game named
     ``name``: a config file with this section gives the same tables through the pipeline."""
 
+    def figure(self, title: str | None = None):
+        """A Fig 6-style figure of this comparison (a matplotlib figure: ``.savefig(path)``
+        keeps it): per game, each algorithm at its best entropy level (the lowest mean final
+        NashConv), mean over seeds with a bootstrap band from 5 seeds on (each seed below);
+        beneath, every run's average NashConv, boxes per algorithm and dots per entropy
+        level.  Every algorithm of the run is drawn, with the registry's labels
+        (:mod:`neurd.neural.algorithms`)."""
+        from neurd.figures import fig6
+
+        game = self.config["games"][0]
+        return fig6.plot(self.nashconv, self.nashconv_ci, self.summary, self.config,
+                         title or f"compare({game!r}): {', '.join(self.config['algorithms'])}",
+                         "compare()")
+
     def table(self) -> pd.DataFrame:
         """Mean final and average NashConv over seeds, per entropy level (rows) and algorithm
         (columns): the numbers Fig 6 (d-f) draws and its audit compares."""

@@ -29,7 +29,9 @@ CFR_RM = "cfr_rm"  # OpenSpiel's CFRSolver
 CFR_PLUS = "cfr_plus"  # OpenSpiel's CFRPlusSolver
 REFERENCE_SOLVERS = (CFR_RM, CFR_PLUS)
 
-# Every value a table's `algorithm` column can hold, with its label in figures.
+# The paper's algorithms (Figs 1-6, the CFR references), with their labels in figures; a
+# neural run's other algorithms are the registry's, with its labels
+# (neurd.neural.algorithms, neurd.figures.style.algorithm_label).
 ALGORITHM_LABELS = {
     HEDGE: "Hedge (= NeuRD)",
     NEURD: "NeuRD",

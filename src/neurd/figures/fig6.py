@@ -97,11 +97,17 @@ def _passed_over(summary: pd.DataFrame, game: str, best: Mapping[str, float]) ->
     runs = diverged_runs(summary, game)
     if runs.empty:
         return ""
-    parts = [f"{style.LABELS[a]} \N{GREEK SMALL LETTER ALPHA} "
+    parts = [f"{style.algorithm_label(a)} \N{GREEK SMALL LETTER ALPHA} "
              + ", ".join(f"{e:g}" for e in sorted(set(runs[runs.algorithm == a].entropy)))
-             + ("" if a in best else " (all: no best)") for a in dict.fromkeys(runs.algorithm)]
+             + ("" if a in best else " (all: no best)")
+             for a in style.algorithm_order(runs.algorithm)]
     text = textwrap.fill("passed over (a run diverged): " + "; ".join(parts), TITLE_WIDTH)
     return text.replace("\N{GREEK SMALL LETTER ALPHA}", r"$\alpha$")
+
+
+def _levels(summary: pd.DataFrame, game: str) -> str:
+    count = summary[summary.game == game].entropy.nunique()
+    return f"{count} entropy level{'s' * (count != 1)}"
 
 
 def _left_out(runs: pd.DataFrame) -> str:
@@ -110,7 +116,8 @@ def _left_out(runs: pd.DataFrame) -> str:
         return ""
     counts = runs.algorithm.value_counts()
     return (f"{len(runs)} run{'s' * (len(runs) != 1)} diverged (left out): "
-            + ", ".join(f"{counts[a]} {style.LABELS[a]}" for a in names.LEARNERS if a in counts))
+            + ", ".join(f"{counts[a]} {style.algorithm_label(a)}"
+                        for a in style.algorithm_order(counts.index)))
 
 
 def scale_label(nashconv: pd.DataFrame, game: str, scale: str | None) -> tuple[str, bool]:
@@ -181,11 +188,12 @@ def _top(ax, nashconv, ci, summary, game, panel, cfg) -> None:
     best = best_entropies(summary, game)
     seeds = summary[summary.game == game].seed.nunique()
     band = seeds >= MIN_CI_SAMPLES
-    for algorithm, entropy in best.items():
+    for algorithm in style.algorithm_order(best):
+        entropy = best[algorithm]
         c = _curve(ci, game, algorithm, entropy)
-        color = style.PALETTE[algorithm]
+        color = style.algorithm_colour(algorithm)
         ax.plot(c.iteration, c["mean"], color=color, linewidth=1.6,
-                label=rf"{style.LABELS[algorithm]} ($\alpha$ = {entropy:g})")
+                label=rf"{style.algorithm_label(algorithm)} ($\alpha$ = {entropy:g})")
         if band:
             ax.fill_between(c.iteration, c.ci_low, c.ci_high, color=color, alpha=0.25,
                             linewidth=0)
@@ -222,16 +230,16 @@ def plot(nashconv, ci, summary, cfg, title: str | None = None, scale: str | None
         _top(axes[0, col], nashconv, ci, summary, game, PANELS[col], cfg)
         box = axes[1, col]
         rows = finished_runs(summary, game)
-        order = [a for a in names.LEARNERS if a in set(rows.algorithm)]
+        order = style.algorithm_order(rows.algorithm)
         sns.boxplot(data=rows, x="algorithm", y="average_nash_conv", order=order, ax=box,
-                    hue="algorithm", palette=style.PALETTE, legend=False, showfliers=False,
-                    width=0.5, boxprops={"alpha": 0.45})
+                    hue="algorithm", palette={a: style.algorithm_colour(a) for a in order},
+                    legend=False, showfliers=False, width=0.5, boxprops={"alpha": 0.45})
         _dots(box, rows, order, colours)
-        box.set_xticks(range(len(order)), [style.LABELS[a] for a in order])
+        box.set_xticks(range(len(order)), [style.algorithm_label(a) for a in order])
         box.set(xlabel=_left_out(diverged_runs(summary, game)),
                 ylabel="average NashConv over all iterations",
                 title=f"({PANELS[len(games) + col]}) {names.game_title(game)}: every run at "
-                      f"{summary[summary.game == game].entropy.nunique()} entropy levels")
+                      f"{_levels(summary, game)}")
     handles = [Line2D([], [], marker="o", linestyle="none", markerfacecolor=c,
                       markeredgecolor="black", markeredgewidth=0.3, markersize=6,
                       label=f"{level:g}") for level, c in colours.items()]
@@ -485,13 +493,14 @@ def make(tables: Mapping[str, pd.DataFrame], cfg: Mapping, name: str = FIGURE,
          scale: str | None = None):
     """Figure and claims from the tables named in :data:`INPUTS`; ``scale``: the config's
     (a publication's figure, ``fig6_<name>``, is labelled with the publication instead).
-    Fig 6 is NeuRD vs SPG: the rows of other algorithms a run named
-    (:mod:`neurd.neural.algorithms`) stay in the tables, for the user, and are not drawn."""
-    tables = {key: frame[frame.algorithm.isin(names.LEARNERS)] if "algorithm" in frame
-              else frame for key, frame in tables.items()}
-    nashconv, ci, summary = tables["nashconv"], tables["ci"], tables["summary"]
+    The figure draws every algorithm the run has (:mod:`neurd.neural.algorithms`, in
+    :func:`~neurd.figures.style.algorithm_order`, with the registry's labels); the claims
+    are the paper's, of NeuRD and SPG."""
+    paper = {key: frame[frame.algorithm.isin(names.LEARNERS)] if "algorithm" in frame
+             else frame for key, frame in tables.items()}
     # fig6_<name>: drawn from the publication published/<name> (neurd.pipeline.published)
     label = _scale_name(scale, name)
     title = None if name == FIGURE else f"{name}: Fig 6 from the published run {label}"
-    return (plot(nashconv, ci, summary, cfg, title, label),
-            claims(nashconv, ci, summary, tables["diagnostics"], cfg, label))
+    return (plot(tables["nashconv"], tables["ci"], tables["summary"], cfg, title, label),
+            claims(paper["nashconv"], paper["ci"], paper["summary"], paper["diagnostics"], cfg,
+                   label))

@@ -156,11 +156,11 @@ def _draw_logits(fig, band, total, collapse, logits, readings) -> None:
     length = int(rows[rows.phase == 1].iteration.max())
     axes = [fig.add_axes((0.07 + k * 0.48, band[0] + 0.7 / total, 0.4, band[1] - 1.2 / total))
             for k in range(2)]
-    for algorithm in (NEURD, SPG):
+    for algorithm in style.algorithm_order(default.algorithm):
         run = default[default.algorithm == algorithm].sort_values(["iteration", "phase"])
-        colour = style.PALETTE[algorithm]
+        colour = style.algorithm_colour(algorithm)
         axes[0].plot(run.iteration, run["median"], color=colour,
-                     label=f"{style.LABELS[algorithm]}: median")
+                     label=f"{style.algorithm_label(algorithm)}: median")
         axes[0].fill_between(run.iteration, run.q10, run.q90, color=colour, alpha=0.25,
                              linewidth=0, label="10-90% of states")
     if not default.empty:

@@ -25,6 +25,10 @@ PALETTE = {
     names.CFR_PLUS: "#2ca02c",
 }
 LABELS = names.ALGORITHM_LABELS
+# The neural algorithms' colours beyond NeuRD's and SPG's (neurd.neural.algorithms): the
+# other built-ins' fixed, a user's one of USER_COLOURS by its name, the same in every figure
+BUILT_IN_COLOURS = {"rmpg": "#2ca02c", "rpg": "#9467bd", "a2c": "#8c564b"}
+USER_COLOURS = ("#ff7f0e", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79")
 ACTION_PALETTE = {"H": "#1f77b4", "T": "#ff7f0e", "F": "#7f7f7f"}
 # Phase boundaries: a mark of the axes, not data (a legend may sit over one if it must).
 PHASE_LINE = {"color": "red", "linestyle": "--", "linewidth": 1.0, "gid": "phase-line"}
@@ -35,6 +39,42 @@ NEGATION_LINE = {"color": "0.55", "linestyle": ":", "linewidth": 1.3, "zorder": 
 NEGATION_LABEL = "payoff negated"
 # The gid of the text that says a figure's scale (tests find it by this).
 SCALE_GID = "scale-note"
+
+
+def algorithm_order(present) -> list[str]:
+    """The neural algorithms of ``present`` in the order every figure draws them: NeuRD and
+    SPG (the paper's pair), the other built-ins in the registry's order, then a user's by
+    name."""
+    from neurd.neural import algorithms
+
+    found = set(present)
+    built_in = [a for a in algorithms.BUILT_IN if a in found]
+    return built_in + sorted(found - set(built_in))
+
+
+def algorithm_colour(name: str) -> str:
+    """An algorithm's colour, the same in every figure and run (:data:`PALETTE` for the
+    paper's, :data:`BUILT_IN_COLOURS` for the other built-ins, else one of
+    :data:`USER_COLOURS` by its name's CRC-32)."""
+    import zlib
+
+    if name in PALETTE:
+        return PALETTE[name]
+    if name in BUILT_IN_COLOURS:
+        return BUILT_IN_COLOURS[name]
+    return USER_COLOURS[zlib.crc32(name.encode()) % len(USER_COLOURS)]
+
+
+def algorithm_label(name: str) -> str:
+    """An algorithm's label as the registry holds it (``register(..., label=...)``); a name
+    this process has not registered (a user's, drawn where its code is not imported) is
+    shown upper-cased, as the registry's default label."""
+    from neurd.neural import algorithms
+
+    try:
+        return algorithms.get(name).label
+    except ValueError:
+        return LABELS.get(name, name.upper())
 
 
 def setup() -> None:
