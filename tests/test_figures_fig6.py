@@ -138,7 +138,7 @@ def _reach(times: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 ])
 def test_converges_faster_is_judged_by_the_printed_rule(neurd, spg, verdict):
     nashconv, ci = _reach({NEURD: [neurd] * 3, SPG: [spg] * 3})
-    claim = fig6._faster_claim("g", nashconv, ci, {NEURD: 0.0, SPG: 0.0},
+    claim = fig6.faster_claim("g", nashconv, ci, {NEURD: 0.0, SPG: 0.0},
                                {"audit_fraction": 0.5}, "")
     assert claim.verdict == verdict
     assert "equal medians: tie" in claim.criterion and "unmeasured" in claim.criterion
@@ -184,7 +184,7 @@ def test_a_grid_with_no_inside_level_is_unmeasured_with_the_reason():
     summary = tables3["summary"]
     three = pd.concat([summary, summary[summary.entropy == summary.entropy.max()].assign(
         entropy=5.0, final_nash_conv=lambda f: f.final_nash_conv + 1)], ignore_index=True)
-    claim = fig6._grid_claim("kuhn", three, fig6.best_entropies(three, "kuhn"), "")
+    claim = fig6.grid_claim("kuhn", three, fig6.best_entropies(three, "kuhn"), "")
     assert claim.verdict in ("pass", "fail") and "unmeasured" not in claim.measured
 
 

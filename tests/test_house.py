@@ -22,6 +22,7 @@ MODULE_LINES = 500
 FUNCTION_LINES = 60
 # The steps that draw a figure, above both its tables' stage and its figure module.
 DRAWING_STEPS = {
+    "neurd.comparison": "Comparison.figure(): a compare() result drawn as Fig 6's panels",
     "neurd.readings_grid": "neurd readings-grid: the readings study's tables and figure",
     "neurd.published_findings": "neurd published-findings: a publication's Fig 6 claims "
                                 "written into docs/findings.md",

@@ -55,9 +55,11 @@ LAYERS = [
     ["neurd.stages"],
     # a run's provenance, a publication checked against its config file, the readings
     # study's grid step (its tables and its figure), a publication's Fig 6 claims written into
-    # the findings page, the time make figures expects, the command line
+    # the findings page, the time make figures expects, the paper-length readings study (its
+    # background runner, its table and figure), the command line
     ["neurd.provenance", "neurd.published_commands", "neurd.readings_grid",
-     "neurd.published_findings", "neurd.expected_time", "neurd.cli"],
+     "neurd.published_findings", "neurd.expected_time", "neurd.paper_readings",
+     "neurd.paper_readings_report", "neurd.cli"],
 ]
 
 # Imports by computed name (importlib.import_module), as (module, "top" | "function",

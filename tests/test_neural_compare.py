@@ -161,7 +161,7 @@ BAD_VALUES = {
 def test_a_mapping_setting_is_merged_over_its_default():
     from neurd import comparison
 
-    cfg = comparison._section("game", 8, 1, 2, [0.0], 0, "learned", 3, 1,
+    cfg = comparison.neural_section("game", 8, 1, 2, [0.0], 0, "learned", 3, 1,
                               {"bootstrap": {"resamples": 200}})
     assert cfg["bootstrap"] == {**DEFAULTS["bootstrap"], "resamples": 200}
 

@@ -177,12 +177,12 @@ def test_the_faster_claims_value_is_the_mean_median_gap_over_the_phase_length():
 
     nashconv, ci = _nashconv({NEURD: [[0, 10, 50]] * 3, SPG: [[0, None, 10]] * 3})
     cfg = {"audit_fraction": 0.5}
-    claim = fig6._faster_claim("g", nashconv, ci, {NEURD: 0.0, SPG: 0.0}, cfg, "")
+    claim = fig6.faster_claim("g", nashconv, ci, {NEURD: 0.0, SPG: 0.0}, cfg, "")
     assert claim.verdict == "fail" and claim.value == pytest.approx(-0.25, abs=1e-15)
     # medians over seeds: NeuRD (10, 20, 30) -> 20; SPG (never, never, 40) -> never = 100
     nashconv, ci = _nashconv({NEURD: [[0, 10, 0], [0, 20, 0], [0, 30, 0]],
                               SPG: [[0, None, 0], [0, None, 0], [0, 40, 0]]})
-    claim = fig6._faster_claim("g", nashconv, ci, {NEURD: 0.0, SPG: 0.0}, cfg, "")
+    claim = fig6.faster_claim("g", nashconv, ci, {NEURD: 0.0, SPG: 0.0}, cfg, "")
     assert claim.verdict == "tie"  # phase 2 NeuRD first; phase 3: equal medians, a tie
     assert claim.value == pytest.approx(((20 - 100) / 100 + 0) / 2, abs=1e-15)
     assert "inf" in claim.measured  # the text still says "not reached"
@@ -208,6 +208,6 @@ def test_the_grid_claims_value_is_the_smallest_margin_of_the_best_level_over_the
 
     for inside, outcome, value in ((0.31, "fail", -0.01), (0.25, "pass", 0.05)):
         table = summary(inside)
-        claim = fig6._grid_claim("g", table, fig6.best_entropies(table, "g"), "")
+        claim = fig6.grid_claim("g", table, fig6.best_entropies(table, "g"), "")
         assert claim.verdict == outcome and claim.value == pytest.approx(value, abs=1e-12)
     assert grid_margin(summary(0.31), "g", NEURD) == pytest.approx(0.4, abs=1e-12)

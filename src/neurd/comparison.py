@@ -23,6 +23,7 @@ import pandas as pd
 
 from neurd import games, schema
 from neurd.config import ConfigError
+from neurd.figures import fig6
 from neurd.games import CompiledGame, GameError
 from neurd.limits import size_of
 from neurd.machine import available_memory_bytes
@@ -74,8 +75,6 @@ class Comparison:
         beneath, every run's average NashConv, boxes per algorithm and dots per entropy
         level.  Every algorithm of the run is drawn, with the registry's labels
         (:mod:`neurd.neural.algorithms`)."""
-        from neurd.figures import fig6
-
         game = self.config["games"][0]
         return fig6.plot(self.nashconv, self.nashconv_ci, self.summary, self.config,
                          title or f"compare({game!r}): {', '.join(self.config['algorithms'])}",
@@ -127,7 +126,7 @@ def compare(game: str | CompiledGame, *, iterations: int = 1000, phases: int = 3
     if unknown:
         raise ValueError(f"compare: unknown setting {unknown[0]!r}; the settings are the "
                          f"config section neural's {sorted(DEFAULTS)}")
-    cfg = _section(name, iterations, phases, seeds, entropies, seed, critic, checkpoints,
+    cfg = neural_section(name, iterations, phases, seeds, entropies, seed, critic, checkpoints,
                    geometric, settings)
     if max_hours is not None and not (isinstance(max_hours, (int, float))
                                       and not isinstance(max_hours, bool)
@@ -198,7 +197,7 @@ def _argument(key: str | None) -> str:
             "checkpoints": "checkpoints"}.get(top, top or "settings")
 
 
-def _section(name, iterations, phases, seeds, entropies, seed, critic, checkpoints,
+def neural_section(name, iterations, phases, seeds, entropies, seed, critic, checkpoints,
              geometric, settings: Mapping) -> dict:
     """The ``neural`` section (plus ``seed``) of one game's run, checked by the config's own
     schema and cross-field checks (:func:`neurd.schema.check_section`,

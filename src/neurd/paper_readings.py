@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import signal
@@ -33,6 +34,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import neurd
+from neurd import games
+from neurd.comparison import neural_section
+from neurd.neural import runs
+from neurd.neural.results import CURVES_COLUMNS, run_table
+from neurd.paper_readings_report import report
+from neurd.revision import git_revision, source_hash
+from neurd.tables import config_hash, write_table
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = "readings-paper"
@@ -104,9 +114,7 @@ def cell_named(name: str) -> Cell:
 def section(cell: Cell, game_string: str, iterations: int = PHASE_ITERATIONS) -> dict:
     """The cell's ``neural`` section (and ``seed``), checked as ``compare()`` checks its
     arguments; ``iterations`` per phase (the paper's; fewer in the tests)."""
-    from neurd.comparison import _section
-
-    cfg = _section(cell.game, iterations, cell.phases, SEEDS, ENTROPIES, SEED,
+    cfg = neural_section(cell.game, iterations, cell.phases, SEEDS, ENTROPIES, SEED,
                    cell.critic, CHECKPOINTS["linear"], CHECKPOINTS["geometric"],
                    {"algorithms": list(cell.algorithms), "neurd_logits": cell.reading})
     cfg["game_strings"] = {cell.game: game_string}
@@ -147,11 +155,7 @@ def run_cell(cell: Cell, work: Path, published: Path, seconds: float | None,
              iterations: int = PHASE_ITERATIONS) -> str:
     """Run (or resume) one cell; ``'finished'``, ``'stopped'`` (its state saved) or
     ``'published'`` (done before)."""
-    from neurd import games
-    from neurd.neural import experiment, runs
-    from neurd.neural.results import CURVES_COLUMNS, run_table
-    from neurd.revision import git_revision, source_hash
-    from neurd.tables import config_hash, write_table
+    from neurd.neural import experiment  # JAX, put off
 
     if finished(cell, work, published):
         return "published"
@@ -196,8 +200,6 @@ def one_cell(name: str, work: Path, published: Path, seconds: float,
 
     cell = cell_named(name)
     use_cores(job_devices(cell.critic))
-    import neurd
-
     print(f"cell {name}: neurd from {Path(neurd.__file__).parent}", flush=True)
     outcome = run_cell(cell, work, published, seconds, iterations)
     return STOPPED if outcome == "stopped" else 0
@@ -399,8 +401,6 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         return run(args.work, args.published, args.minutes, args.iterations, args.cells)
     if args.command == "cell":
-        import logging
-
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s",
                             datefmt="%H:%M:%S", stream=sys.stdout)
         return one_cell(args.name, args.work, args.published, args.seconds, args.iterations)
@@ -410,7 +410,6 @@ def main(argv=None) -> int:
         return stop(args.work)
     if args.command == "publish":
         return publish(args.work, args.published)
-    from neurd.paper_readings_report import report
     return report(args.published)
 
 

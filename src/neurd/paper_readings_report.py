@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from neurd.figures import style
 from neurd.neural.results import average_nash_conv, diverged_at
 from neurd.stats import MIN_CI_SAMPLES, bootstrap_mean_ci
-from neurd.tables import read_metadata, read_table
+from neurd.tables import read_metadata, read_table, write_table
 
 # what stopped being finite, in the order a divergence runs: the weights, the outputs the
 # softmax cannot see, those it can (the NashConv of a run's row of divergence is NaN by
@@ -165,8 +166,6 @@ def figure(curves: dict[str, pd.DataFrame], png: Path, pdf: Path | None = None) 
     """The policy logits' common mode over the iterations: a row per game and critic, a
     column per entropy level, a colour per reading (each seed a line; a cross where a run
     diverged, at its last finite value; SPG dashed)."""
-    from neurd.figures import style
-
     style.setup()
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -230,8 +229,6 @@ END = "<!-- /readings-paper -->"
 def report(published: Path, docs: Path = Path("docs/readings.md")) -> int:
     """Write the study's runs, table and figure into ``published`` and the table into
     ``docs`` between its markers."""
-    from neurd.tables import write_table
-
     curves = cell_curves(published)
     if not curves:
         print(f"no finished cell in {published}/cells: nothing to report")

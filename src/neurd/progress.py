@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from neurd.config import ConfigError
@@ -242,6 +241,8 @@ def scan_in_chunks(
     Returns the final carry and the metrics of every step, stacked
     (``ys[k]`` for step ``k``), as NumPy arrays.
     """
+    import jax  # the foundation modules load no JAX until a scan runs
+
     xs = np.asarray(xs)
     count = len(xs)
     if count == 0 or chunk_size < 1:

@@ -8,11 +8,13 @@ while it parses).
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from neurd import names
+from neurd.neural import algorithms
 from neurd.stats import MIN_CI_SAMPLES
 from neurd.tables import atomic_path
 
@@ -45,8 +47,6 @@ def algorithm_order(present) -> list[str]:
     """The neural algorithms of ``present`` in the order every figure draws them: NeuRD and
     SPG (the paper's pair), the other built-ins in the registry's order, then a user's by
     name."""
-    from neurd.neural import algorithms
-
     found = set(present)
     built_in = [a for a in algorithms.BUILT_IN if a in found]
     return built_in + sorted(found - set(built_in))
@@ -56,8 +56,6 @@ def algorithm_colour(name: str) -> str:
     """An algorithm's colour, the same in every figure and run (:data:`PALETTE` for the
     paper's, :data:`BUILT_IN_COLOURS` for the other built-ins, else one of
     :data:`USER_COLOURS` by its name's CRC-32)."""
-    import zlib
-
     if name in PALETTE:
         return PALETTE[name]
     if name in BUILT_IN_COLOURS:
@@ -69,8 +67,6 @@ def algorithm_label(name: str) -> str:
     """An algorithm's label as the registry holds it (``register(..., label=...)``); a name
     this process has not registered (a user's, drawn where its code is not imported) is
     shown upper-cased, as the registry's default label."""
-    from neurd.neural import algorithms
-
     try:
         return algorithms.get(name).label
     except ValueError:

@@ -17,7 +17,6 @@ none changes no other number.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -41,17 +40,21 @@ from neurd.neural.device import device_description
 from neurd.neural.measurement import (
     GROWTH,
     MEASURED,
-    centred_logits,
     exact_policies,
     exact_setup,
-    logit_growth,
-    measure,
     network_nash_conv,
     phase_policies,
-    weight_norms,
 )
 from neurd.neural.plan import Plan, checkpoint_grid, job_template
 from neurd.neural.resumable import PIECE_KEYS, check_resumable
+from neurd.neural.rows import (  # noqa: F401  (diverged re-exported: callers of a job use it)
+    Job,
+    diverged,
+    measure_row,
+    per_configuration,
+    state_field,
+    zero_diverged,
+)
 from neurd.precision import float64
 from neurd.progress import Progress
 
@@ -77,42 +80,7 @@ class TooLong(Exception):
     """The job's time, estimated from its first segments, is more than it was allowed."""
 
 
-@dataclass(frozen=True)
-class _Job:
-    """What stays fixed over a job: its plan, the game's arrays and exact setup, the
-    checkpoint grid, the batches' random keys and entropy weights."""
-
-    plan: Plan
-    game: train.NeuralGame
-    form: object
-    tree: object
-    iterations: np.ndarray
-    phases: np.ndarray
-    keys: list
-    etas: list
-    legal: np.ndarray
-
-    @property
-    def configs(self) -> int:
-        return len(self.plan.configurations)
-
-    @property
-    def pairs(self) -> int:
-        """Legal (information state, action) pairs."""
-        return int(self.legal.sum())
-
-
-def _stack(per_batch: list[dict], algorithms) -> np.ndarray:
-    """Per-batch ``{algorithm: [N_b, ...]}`` -> ``[C, ...]`` in the plan's configuration order."""
-    return np.concatenate([np.asarray(batch[a]) for a in algorithms for batch in per_batch])
-
-
-def _field(states: list, name: str, algorithms) -> np.ndarray:
-    """One field of the learners' states ``[C, ...]``, in the plan's configuration order."""
-    return _stack([{a: getattr(s, name) for a, s in st.items()} for st in states], algorithms)
-
-
-def _setup(compiled: CompiledGame, plan: Plan) -> tuple[_Job, list, dict]:
+def _setup(compiled: CompiledGame, plan: Plan) -> tuple[Job, list, dict]:
     """``(job, states, results)``: the job's fixed arrays, its initial learner states (one
     per batch) and its results before any checkpoint (NaN rows, no phase ended)."""
     game = train.neural_game(compiled)
@@ -122,7 +90,7 @@ def _setup(compiled: CompiledGame, plan: Plan) -> tuple[_Job, list, dict]:
     states, keys, etas = (list(x) for x in zip(*[
         train.batch_inputs(plan.spec, game, plan.seed, plan.game, batch, plan.entropies)
         for batch in plan.batches]))
-    job = _Job(plan, game, form, tree, iterations, phases, keys, etas,
+    job = Job(plan, game, form, tree, iterations, phases, keys, etas,
                np.asarray(compiled.infostate_legal))
     rows = len(iterations)
     results = {
@@ -131,10 +99,11 @@ def _setup(compiled: CompiledGame, plan: Plan) -> tuple[_Job, list, dict]:
         "phase_tables": np.zeros((0, job.configs, job.pairs), np.float32),
         "logits": np.full((rows, len(plan.logged), job.pairs), np.nan),
     }
+    train.check_losses(plan.spec, job.game)  # a user's loss, before any compute
     return job, states, results
 
 
-def _advance(job: _Job, states: list, done: int, target: int, sign: float) -> list:
+def _advance(job: Job, states: list, done: int, target: int, sign: float) -> list:
     """The learner states after the iterations ``done..target`` (every batch, on device)."""
     spec = job.plan.spec
     cycles = (target - done) // spec.critic_updates
@@ -143,122 +112,6 @@ def _advance(job: _Job, states: list, done: int, target: int, sign: float) -> li
               for st, k, e in zip(states, job.keys, job.etas)]
     jax.block_until_ready(states)
     return states
-
-
-def diverged(results: dict, rows: int) -> np.ndarray:
-    """``[C]``: the configurations that have diverged in the first ``rows`` measured rows
-    (their NashConv is NaN there: :func:`_measure_row` writes every measurement of a
-    diverged configuration NaN from the row it diverged at)."""
-    return np.any(np.isnan(results["nash_conv"][:rows]), axis=0)
-
-
-def _per_configuration(states: list, algorithms, fn) -> np.ndarray:
-    """``[C]``: ``fn(state)`` (one value per configuration of a batch's state), in the plan's
-    configuration order."""
-    return _stack([{a: fn(s) for a, s in st.items()} for st in states], algorithms)
-
-
-def _finite_states(states: list, algorithms) -> np.ndarray:
-    """``[C]``: whether every float of a configuration's learner state is finite."""
-    def finite(state):  # reduced where the state lives: [N] booleans cross to the host
-        leaves = [jnp.isfinite(x.reshape(len(x), -1)).all(axis=1)
-                  for x in jax.tree_util.tree_leaves(state)
-                  if jnp.issubdtype(x.dtype, jnp.inexact)]
-        return np.asarray(jnp.all(jnp.stack(leaves), axis=0))
-    return _per_configuration(states, algorithms, finite)
-
-
-def _zero_diverged(states: list, algorithms, gone: np.ndarray) -> list:
-    """The learner states with every float of the configurations ``gone`` (``[C]``) set to 0:
-    a diverged configuration computes on in its batch (the batch is one program), from zeros
-    rather than from infinities, and nothing of it is measured again."""
-    if not gone.any():
-        return states
-    sizes = [len(st[algorithms[0]].updates) for st in states]
-    offsets = np.cumsum([0, *sizes])
-    out = [dict(st) for st in states]
-    for k, algorithm in enumerate(algorithms):
-        base = k * offsets[-1]
-        for b, st in enumerate(states):
-            mask = gone[base + offsets[b]:base + offsets[b + 1]]
-            if not mask.any():
-                continue
-            keep = jnp.asarray(~mask)
-            out[b][algorithm] = jax.tree_util.tree_map(
-                lambda x, keep=keep: jnp.where(keep.reshape((-1,) + (1,) * (x.ndim - 1)), x,
-                                               jnp.zeros_like(x))
-                if jnp.issubdtype(x.dtype, jnp.inexact) else x, st[algorithm])
-    return out
-
-
-def _measure_row(job: _Job, states: list, results: dict, row: int, sign: float,
-                 gone: np.ndarray | None = None) -> np.ndarray:
-    """Write checkpoint row ``row`` of ``results`` from the learner states: the exact
-    measurement, the logged logits, the threshold and critic counters, the tables at a
-    phase's end.  Return ``[C]``: the configurations diverged at or before this row.
-
-    A configuration **diverges** where its NashConv is not finite or its learner state holds
-    a float that is not: from that row on every measurement of it (and its logged logits and
-    phase-end tables) is NaN, and it is never measured again; ``gone`` (``[C]``, default
-    none): the configurations diverged before this row."""
-    plan, spec = job.plan, job.plan.spec
-    gone = np.zeros(job.configs, bool) if gone is None else np.asarray(gone, bool)
-    target, phase = int(job.iterations[row]), int(job.phases[row])
-    critics = _stack([train.critic_tables(spec, job.game, st) for st in states], spec.algorithms)
-    tables = _field(states, "table", spec.algorithms)
-    etas = _stack(job.etas, spec.algorithms).astype(np.float64)
-    with float64():
-        value, rmse, entropy, at = measure(job.form, job.tree, tables, critics,
-                                           jnp.asarray(etas), sign, beta=spec.beta)
-    results["nash_conv"][row] = np.asarray(value)
-    results["policy_entropy"][row] = np.asarray(entropy)
-    results["at_threshold"][row] = np.asarray(at)
-    results["critic_rmse"][row] = np.nan if spec.critic == "exact" else np.asarray(rmse)
-    _measure_growth(job, states, results, row, tables)
-    if plan.logged:
-        with float64():
-            centred = centred_logits(tables[np.asarray(plan.logged, np.int64)],
-                                     jnp.asarray(job.legal))
-        results["logits"][row] = np.asarray(centred)[:, job.legal]
-    updates = np.maximum(_field(states, "updates", spec.algorithms), 1)
-    if target > 0:
-        results["blocked"][row] = _field(states, "blocked", spec.algorithms) / updates
-        results["critic_loss"][row] = (_field(states, "critic_loss", spec.algorithms)
-                                       / (updates * spec.critic_updates))
-    before = gone
-    gone = gone | ~np.isfinite(results["nash_conv"][row]) | ~_finite_states(
-        states, spec.algorithms)
-    for name in GROWTH:
-        gone = gone | ~np.isfinite(results[name][row])
-    for name in MEASURED:
-        results[name][row, gone] = np.nan
-    for name in GROWTH:  # the row a run diverges at keeps what was measured there
-        results[name][row, before] = np.nan
-    if plan.logged:
-        results["logits"][row, gone[np.asarray(plan.logged, np.int64)]] = np.nan
-    if target == phase * plan.phase_iterations:
-        ended = np.asarray(tables[None][:, :, job.legal], np.float32)
-        ended[:, gone] = np.nan
-        results["phase_tables"] = np.concatenate([results["phase_tables"], ended])
-    return gone
-
-
-def _measure_growth(job: _Job, states: list, results: dict, row: int, tables: np.ndarray
-                    ) -> None:
-    """Write checkpoint row ``row`` of the :data:`~neurd.neural.measurement.GROWTH` results:
-    the policy logits' common mode and largest centred logit over the visited states, and
-    each network's weight norm."""
-    spec = job.plan.spec
-    outputs = _stack([train.policy_outputs(spec, job.game, st) for st in states],
-                     spec.algorithms)
-    with float64():
-        common, centred = logit_growth(job.tree, tables, outputs)
-        policy = _per_configuration(states, spec.algorithms, lambda s: weight_norms(s.policy))
-        critic = _per_configuration(states, spec.algorithms, lambda s: weight_norms(s.critic))
-    results["common_mode"][row] = np.asarray(common)
-    results["centred_logit"][row] = np.asarray(centred)
-    results["policy_weight_norm"][row] = np.asarray(policy)
-    results["critic_weight_norm"][row] = np.asarray(critic)
 
 
 def _progress_text(algorithms, phase: int, target: int, nash_conv: np.ndarray,
@@ -289,7 +142,7 @@ def _piece_so_far(piece: dict, done: int, started: float, configs: int) -> dict:
                 round(configs * iterations / seconds, 1) if iterations else None}
 
 
-def _outcome(job: _Job, results: dict, pieces: list) -> dict:
+def _outcome(job: Job, results: dict, pieces: list) -> dict:
     """The result arrays :func:`run` returns, from those of its last checkpoint row."""
     plan, legal = job.plan, job.legal
     full = np.zeros((plan.phases, job.configs) + legal.shape, np.float32)
@@ -355,7 +208,6 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
     _needs_a_folder(checkpoint_path, stop_after_seconds, keep_state)
     started = time.monotonic()
     job, states, results = _setup(compiled, plan)
-    train.check_losses(plan.spec, job.game)  # a user's loss, before any compute
     saver = Checkpoint(checkpoint_path, identity or {})
     saver.claim()  # before any compute: a path that is not this project's is refused
     restored = saver.restore(states, partial(check_resumable, plan, job.iterations, job.phases,
@@ -391,13 +243,13 @@ def run(compiled: CompiledGame, plan: Plan, checkpoint_path=None, checkpoint_sec
                 _check_pace(max_seconds, time.monotonic() - started, seconds_per_iteration,
                             int(job.iterations[-1]) - target)
             done = target
-        now = _measure_row(job, states, results, row, sign, gone)
+        now = measure_row(job, states, results, row, sign, gone)
         for c in np.flatnonzero(now & ~gone):
             progress.log.warning("neural %s: configuration %s diverged at iteration %d "
                                  "(recorded NaN from here on)", plan.game,
                                  plan.configurations[c], target)
         gone = now
-        states = _zero_diverged(states, plan.spec.algorithms, gone)
+        states = zero_diverged(states, plan.spec.algorithms, gone)
         progress.update(target, _progress_text(plan.spec.algorithms, phase, target,
                                                results["nash_conv"][row], results["blocked"][row]))
         if (checkpoint_path is not None and row < len(job.iterations) - 1
@@ -420,7 +272,7 @@ def _needs_a_folder(checkpoint_path, stop_after_seconds: float | None, keep_stat
         raise ValueError("keeping the state at the end needs a checkpoint path")
 
 
-def _finish(saver: Checkpoint, job: _Job, states: list, results: dict, pieces: list,
+def _finish(saver: Checkpoint, job: Job, states: list, results: dict, pieces: list,
             keep_state: bool, worked: bool) -> dict:
     """The finished job's outcome; its state saved at the last row (``keep_state``: held
     until the other critics of its seeds finish; a state held there already is left as it
@@ -465,7 +317,7 @@ def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, f
         pick = partial(jnp.take_along_axis, indices=worst[:, None], axis=1)
         return jnp.concatenate([pick(gaps), pick(allowed)], axis=1)
 
-    found = _per_configuration(states, spec.algorithms, table_gaps)
+    found = per_configuration(states, spec.algorithms, table_gaps)
     gaps, allowed = np.where(gone, 0.0, found[:, 0]), found[:, 1]
     if not np.all(gaps <= allowed):
         worst = int(np.argmax(np.where(np.isnan(gaps), np.inf, gaps - allowed)))
@@ -473,12 +325,12 @@ def check_consistent_state(compiled: CompiledGame, plan: Plan, identity: dict, f
                          f"is not what its weights give (they differ by {gaps[worst]:.3g}, "
                          f"where float32 rounding allows {allowed[worst]:.3g})")
     spacing = int(job.iterations[row]) - (int(job.iterations[row - 1]) if row else 0)
-    updates = _field(states, "updates", spec.algorithms)[~gone]
+    updates = state_field(states, "updates", spec.algorithms)[~gone]
     if row and not np.all(updates == spacing // spec.critic_updates):
         raise StateError(f"{folder}: its learners made {int(updates.max())} policy updates in "
                          f"the last segment, row {row}'s spacing gives "
                          f"{spacing // spec.critic_updates}")
-    _measure_row(job, states, scratch, row, 1.0 if int(job.phases[row]) % 2 == 1 else -1.0,
+    measure_row(job, states, scratch, row, 1.0 if int(job.phases[row]) % 2 == 1 else -1.0,
                  gone)
     gap = float(np.max(np.abs(scratch["nash_conv"][row] - results["nash_conv"][row])[~gone],
                        initial=0.0))
@@ -521,6 +373,6 @@ def replay(compiled: CompiledGame, plan: Plan, rows: int) -> np.ndarray:
         if target > done:
             states = _advance(job, states, done, target, sign)
             done = target
-        gone = _measure_row(job, states, results, row, sign, gone)
-        states = _zero_diverged(states, job.plan.spec.algorithms, gone)
+        gone = measure_row(job, states, results, row, sign, gone)
+        states = zero_diverged(states, job.plan.spec.algorithms, gone)
     return results["nash_conv"][:rows]

@@ -121,7 +121,7 @@ def spec(cfg: Mapping, critic: str):
     (JAX is imported here, not before)."""
     from neurd.neural.train import Spec
 
-    return Spec(**{**settings.spec_arguments(cfg), "critic": critic})
+    return Spec(**settings.spec_arguments(cfg, critic))
 
 
 def plan(cfg: Mapping, game: str, critic: str, chunk: int):

@@ -63,9 +63,12 @@ def spec_fields() -> list[tuple[str, type, object]]:
             for field, key in spec_keys().items()]
 
 
-def spec_arguments(cfg: Mapping) -> dict:
-    """The Spec's keyword arguments from a config's ``neural`` section (every setting)."""
-    return {field: value(key, cfg[key]) for field, key in spec_keys().items()}
+def spec_arguments(cfg: Mapping, critic: str) -> dict:
+    """The Spec's keyword arguments of a job of ``critic`` (``learned`` or ``exact``: a
+    job's, which a config's ``critic`` key names only for its main runs) from a config's
+    ``neural`` section."""
+    return {**{field: value(key, cfg[key]) for field, key in spec_keys().items()
+               if key != "critic"}, "critic": critic}
 
 
 def learning_defaults() -> dict:

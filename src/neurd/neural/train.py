@@ -51,17 +51,23 @@ from neurd import streams
 from neurd.games import CompiledGame
 from neurd.neural import algorithms, layouts, losses, passes, sampler, settings
 from neurd.neural.device import cpu_devices
+from neurd.neural.improvement import (  # noqa: F401  (step 2's names re-exported)
+    check_losses,
+    improve,
+    logit_gradient,
+    optimizers,
+    policy_q,
+    policy_step,
+)
 from neurd.neural.networks import MLP, masked_policy, network  # noqa: F401  (re-exported)
 from neurd.neural.programs import learning_program
-from neurd.neural.visited import cycle_layout, visited_rows
+from neurd.neural.visited import cycle_layout
 from neurd.tabular.histories import (  # noqa: F401  (own_terms re-exported)
     HistoryTree,
     action_values,
     history_tree,
     own_terms,
 )
-
-OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 
 
 def _check_layout(spec) -> None:
@@ -136,11 +142,6 @@ def _networks(spec: Spec, game: NeuralGame):
             network(spec.networks, spec.hidden, game.num_actions, spec.precision))
 
 
-def _optimizers(spec: Spec):
-    make = OPTIMIZERS[spec.optimizer]
-    return make(spec.policy_learning_rate), make(spec.critic_learning_rate)
-
-
 def init_weights(spec: Spec, game: NeuralGame, key: jax.Array) -> tuple[dict, dict]:
     """Policy and critic weights drawn from ``key`` (one run seed)."""
     policy_net, critic_net = _networks(spec, game)
@@ -151,7 +152,7 @@ def init_weights(spec: Spec, game: NeuralGame, key: jax.Array) -> tuple[dict, di
 
 
 def init_state(spec: Spec, game: NeuralGame, policy: dict, critic: dict) -> RunState:
-    policy_opt, critic_opt = _optimizers(spec)
+    policy_opt, critic_opt = optimizers(spec)
     zero = jnp.zeros((), jnp.float32)
     return RunState(
         policy=policy, critic=critic, policy_opt=policy_opt.init(policy),
@@ -178,7 +179,7 @@ def critic_steps(spec: Spec, game: NeuralGame, state: RunState, table: jax.Array
     summed critic loss, [I] state weights, [I, A] shares of the actions taken)``, the shares
     ``None`` unless an algorithm of ``spec`` reads the sampled actions."""
     _, critic_net = _networks(spec, game)
-    _, critic_opt = _optimizers(spec)
+    _, critic_opt = optimizers(spec)
     tree, tensors = game.tree, game.tensors
     keys = jax.random.split(key, spec.critic_updates + 1)
     # every batch of the cycle samples the same policy table: one pass of the sampler
@@ -212,106 +213,6 @@ def critic_steps(spec: Spec, game: NeuralGame, state: RunState, table: jax.Array
     return critic, critic_state, critic_loss, weights, taken
 
 
-def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.Array | None,
-             eta, sign) -> jax.Array:
-    """``[I, A]``: step 2's ``q``, from the critic's values on every information state (or,
-    with the exact critic, from the policy table alone: ``critic_values`` unused)."""
-    tree = game.tree
-    if spec.critic == "exact":
-        return action_values(tree, table, eta, sign)[0]
-    return critic_values + own_terms(table, tree.num_legal, tree.legal, eta)
-
-
-def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array,
-                   weights: jax.Array, algorithm, taken: jax.Array | None = None,
-                   legal: jax.Array | None = None):
-    """``(d loss / d logits [I, A], share blocked)``: step 2's loss of the configuration's
-    algorithm (``algorithm``: its index in ``spec.algorithms``; a loss of
-    :mod:`neurd.neural.algorithms`), differentiated in the logits.  Every algorithm's
-    gradient is formed and the configuration's kept, so every algorithm runs in one
-    ``vmap``; each is its own loss's gradient, chosen after differentiation, so that
-    another algorithm's loss (its NaN, its infinities) cannot reach it.
-    ``taken``: the shares of the actions taken (:func:`critic_steps`), for the algorithms
-    of the sampled actions.  ``legal``: the states' legal actions (default: every state's,
-    ``game.tree.legal``)."""
-    legal = game.tree.legal if legal is None else legal
-    centre = losses.CENTRINGS[spec.neurd_logits]
-    found = []
-    for name in spec.algorithms:
-        chosen = algorithms.get(name)
-        extra = {"taken": taken} if chosen.sampled else {}
-        function = chosen.function()
-
-        def loss(x, function=function, extra=extra):  # the signature's order
-            return function(x, q, legal, weights, spec.beta, centre, **extra)
-        (_, blocked), by_logits = jax.value_and_grad(loss, has_aux=True)(logits)
-        found.append((by_logits, blocked))
-    kept = found[-1]
-    for index in range(len(found) - 2, -1, -1):
-        kept = tuple(jnp.where(algorithm == index, mine, other)
-                     for mine, other in zip(found[index], kept))
-    return kept
-
-
-def check_losses(spec: Spec, game: NeuralGame) -> None:
-    """Refuse, before a run computes, an algorithm of ``spec`` that is not built in whose loss,
-    called once on a test input of ``game``'s shapes (random logits and q, every state
-    weighted alike), does not return a finite scalar loss and a share blocked in [0, 1] with
-    a finite gradient in the logits of their shape: a :class:`~neurd.config.ConfigError`
-    naming the algorithm and what is wrong.  (A loss that passes and goes wrong later makes
-    its own configurations diverge, recorded so; the others are not touched:
-    :func:`logit_gradient`.)"""
-    from neurd.config import ConfigError
-
-    legal = np.asarray(game.tree.legal)
-    rng = np.random.default_rng(0)
-    logits = jnp.asarray(rng.normal(size=legal.shape), jnp.float32)
-    q = jnp.asarray(np.where(legal, rng.normal(size=legal.shape), 0.0), jnp.float32)
-    weights = jnp.full(legal.shape[0], 1.0 / legal.shape[0], jnp.float32)
-    taken = jnp.asarray(legal / np.maximum(legal.sum(-1, keepdims=True), 1), jnp.float32)
-    for index, name in enumerate(spec.algorithms):
-        if name in algorithms.BUILT_IN:
-            continue
-        chosen, key = algorithms.get(name), f"neural.algorithms[{index}]"
-        extra = {"taken": taken} if chosen.sampled else {}
-
-        def refuse(what, name=name, key=key):
-            raise ConfigError(f"config key '{key}': algorithm {name!r}: {what} (called on a "
-                              "test input of the game's shapes before the run)", key)
-
-        function = chosen.function()
-
-        def loss(x, function=function, extra=extra):
-            out = function(x, q, legal, weights, spec.beta, losses.CENTRINGS[
-                spec.neurd_logits], **extra)
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                refuse(f"its loss returns {type(out).__name__}, not (loss, share blocked)")
-            value, share = (jnp.asarray(x) for x in out)
-            for what, x in (("loss", value), ("share blocked", share)):
-                if x.shape != ():
-                    refuse(f"its {what} is of shape {list(x.shape)}, not a scalar")
-            return value, share
-        try:
-            (value, share), gradient = jax.value_and_grad(loss, has_aux=True)(logits)
-        except ConfigError:
-            raise
-        except Exception as error:  # its own error, whatever it is, named with it
-            refuse(f"its loss raised {type(error).__name__}: {str(error)[:200]}")
-        if not np.isfinite(float(value)):
-            refuse(f"its loss is {float(value)}, not finite")
-        if not 0.0 <= float(share) <= 1.0:
-            refuse(f"its share blocked is {float(share)}, not in [0, 1]")
-        if gradient.shape != logits.shape or not np.isfinite(np.asarray(gradient)).all():
-            refuse("its gradient in the logits is not finite")
-
-
-def policy_step(spec: Spec, state: RunState, grads: dict):
-    """``(new policy weights, optimiser state)``: the optimiser's step on ``grads``."""
-    policy_opt, _ = _optimizers(spec)
-    updates, policy_state = policy_opt.update(grads, state.policy_opt, state.policy)
-    return optax.apply_updates(state.policy, updates), policy_state
-
-
 def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, sign,
           algorithm) -> RunState:
     """One learning cycle of ``N`` configurations (see the module docstring): ``state``,
@@ -329,31 +230,10 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     # 1. policy evaluation (the critic's steps) and the policy batch's state weights
     critic, critic_state, critic_loss, weights, taken = each(
         partial(critic_steps, spec, game))(state, table, key, eta, sign)
-    # 2. policy improvement at every visited information state, weighted by its visits:
-    #    q from the critic's pass (or exactly), the algorithm's gradient in the logits,
-    #    pulled back to the weights by hand (the chain rule), and the optimiser's step
-    if layout.visited:  # step 2 on the visited states only (neurd.neural.layouts: map_visited)
-        rows, kept = jax.vmap(partial(visited_rows, spec, game))(weights)  # [N, R]
-        at = jax.vmap(lambda x, r: x[r])  # each configuration's rows of an [N, I, ...] array
-        legal = game.tree.legal[rows]
-        if spec.critic == "exact":
-            q = at(jax.vmap(partial(policy_q, spec, game), in_axes=(0, None, 0, None))(
-                table, None, eta, sign), rows)
-        else:
-            own = jax.vmap(lambda t, r, lg, e: own_terms(t, game.tree.num_legal[r], lg, e))
-            q = layout.every_at(net, critic, rows) + own(at(table, rows), rows, legal, eta)
-        by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(
-            at(logits, rows), q, jnp.where(kept, at(weights, rows), 0.0), algorithm,
-            None if taken is None else at(taken, rows), legal)
-        grads = layout.pullback_at(net, state.policy, rows)(by_logits)
-    else:
-        values = None if spec.critic == "exact" else layout.every(net, critic)
-        q = jax.vmap(partial(policy_q, spec, game),
-                     in_axes=(0, None if values is None else 0, 0, None))(table, values, eta,
-                                                                         sign)
-        by_logits, blocked = jax.vmap(partial(logit_gradient, spec, game))(logits, q, weights,
-                                                                           algorithm, taken)
-        grads = pullback(by_logits)
+    # 2. policy improvement at every visited information state, weighted by its visits
+    #    (neurd.neural.improvement)
+    grads, blocked = improve(spec, game, layout, net, state.policy, pullback, logits, table,
+                             critic, weights, taken, eta, sign, algorithm)
     policy, policy_state = jax.vmap(partial(policy_step, spec))(state, grads)
     # the table stays the one this cycle sampled from: the next cycle's pass (or, after the
     # last cycle of a segment, run_segment's) makes the new one
