@@ -260,6 +260,20 @@ def _check_memory(function: str, form: SequenceForm, runs: int, lower: str) -> N
                          f"has available; {lower}")
 
 
+def _checked_run(name: str, game: Game, learner, step_size, iterations: int):
+    """``(sequence form, local learner)`` of a CFR run of :func:`cfr` or :func:`cfr_regret`
+    (``name``), its arguments checked first as the config's keys are, a learner of the
+    user's on the game, and its memory against the machine's."""
+    form = sequence_form(game)
+    chosen = _cfr.local_learner(learner)
+    _check_iterations(name, iterations)
+    _check_step_size(name, form, step_size)
+    if chosen is not _cfr.LEARNERS.get(chosen.name):
+        check_learner(name, form, chosen)
+    _check_memory(name, form, 1, "free memory, or use a smaller game")
+    return form, chosen
+
+
 @float64
 def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
         iterations: int = 1000, max_hours: float | None = 2.0) -> CFRState:
@@ -278,13 +292,7 @@ def cfr(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     passes 80% of what the machine has available is refused before anything is allocated.
     Read the result with :func:`average_policy` / :func:`current_policy`.
     """
-    form = sequence_form(game)
-    chosen = _cfr.local_learner(learner)
-    _check_iterations("cfr", iterations)
-    _check_step_size("cfr", form, step_size)
-    if chosen is not _cfr.LEARNERS.get(chosen.name):
-        check_learner("cfr", form, chosen)
-    _check_memory("cfr", form, 1, "free memory, or use a smaller game")
+    form, chosen = _checked_run("cfr", game, learner, step_size, iterations)
     _check_pace("cfr", form, chosen, step_size, iterations, max_hours)
     return check_run("cfr", chosen, _cfr.run(form, chosen, step_size, iterations), iterations,
                      lambda k: _cfr.run(form, chosen, step_size, k))
@@ -299,13 +307,7 @@ def cfr_regret(game: Game, learner: str | LocalLearner = NEURD, step_size=1.0,
     the policies played, against the opponent policies each update saw
     (paper, Corollary after Statement 1).
     """
-    form = sequence_form(game)
-    chosen = _cfr.local_learner(learner)
-    _check_iterations("cfr_regret", iterations)
-    _check_step_size("cfr_regret", form, step_size)
-    if chosen is not _cfr.LEARNERS.get(chosen.name):
-        check_learner("cfr_regret", form, chosen)
-    _check_memory("cfr_regret", form, 1, "free memory, or use a smaller game")
+    form, chosen = _checked_run("cfr_regret", game, learner, step_size, iterations)
     state, regret = _cfr.run_with_regret(form, chosen, step_size, iterations)
     check_run("cfr_regret", chosen, state, iterations,
               lambda k: _cfr.run(form, chosen, step_size, k))
