@@ -30,13 +30,13 @@ def paper(kuhn):
     return experiment.run(kuhn, _plan((NEURD, SPG)))
 
 
-def _nan_gradient(logits, q, legal, weights, beta, centre=False):
+def _nan_gradient(logits, q, legal, weights):
     """SPG's loss plus a term whose value is 0 and whose gradient is NaN everywhere."""
-    loss, share = losses.spg_loss(logits, q, legal, weights, beta, centre)
+    loss, share = losses.spg_loss(logits, q, legal, weights)
     return loss + 0.0 * jnp.sum(jnp.sqrt(jnp.zeros_like(logits) - logits * 0.0)), share
 
 
-def _exploding(logits, q, legal, weights, beta, centre=False):
+def _exploding(logits, q, legal, weights):
     """Finite on its first call; a step of 1e30 that sends its own networks to infinity."""
     return -1e30 * jnp.sum(weights[:, None] * logits * legal), jnp.zeros(())
 
@@ -64,16 +64,16 @@ def test_a_loss_that_diverges_later_diverges_alone(kuhn, paper):
 
 
 @pytest.mark.parametrize("loss, said", [
-    (lambda x, q, legal, w, beta, centre: (jnp.sum(x, axis=0), jnp.zeros(())),
+    (lambda x, q, legal, w: (jnp.sum(x, axis=0), jnp.zeros(())),
      "its loss is of shape [2], not a scalar"),
-    (lambda x, q, legal, w, beta, centre: (jnp.sum(x) * jnp.nan, jnp.zeros(())),
+    (lambda x, q, legal, w: (jnp.sum(x) * jnp.nan, jnp.zeros(())),
      "its loss is nan, not finite"),
-    (lambda x, q, legal, w, beta, centre: (jnp.sum(x * q), 1.5 + jnp.zeros(())),
+    (lambda x, q, legal, w: (jnp.sum(x * q), 1.5 + jnp.zeros(())),
      "its share blocked is 1.5, not in [0, 1]"),
-    (lambda x, q, legal, w, beta, centre: (jnp.sum(jnp.sqrt(jnp.abs(x) * 0.0)), jnp.zeros(())),
+    (lambda x, q, legal, w: (jnp.sum(jnp.sqrt(jnp.abs(x) * 0.0)), jnp.zeros(())),
      "its gradient in the logits is not finite"),
-    (lambda x, q, legal, w, beta, centre: jnp.sum(x), "not (loss, share blocked)"),
-    (lambda x, q, legal, w, beta, centre: (x @ jnp.ones((7,)), 0.0),
+    (lambda x, q, legal, w: jnp.sum(x), "not (loss, share blocked)"),
+    (lambda x, q, legal, w: (x @ jnp.ones((7,)), 0.0),
      "its loss raised TypeError"),
 ])
 def test_a_loss_wrong_at_its_first_call_is_refused_naming_the_algorithm(kuhn, loss, said):

@@ -28,6 +28,8 @@ SPEC_BAD = {
     "critic_learning_rate": [-0.1, 0.0, 101.0, "0.1", True, NAN, -math.inf],
     "optimizer": ["rmsprop", "SGD", 1],
     "beta": [0.0, -2.0, 1001.0, "2", True, NAN],
+    "algorithm_options": ["x", (("spg", (("x", 1.0),)),), (("rpg", ()),),
+                          (("neurd", (("beta", 3.0),)),), ((1, ()),)],
     "critic": ["oracle", 1],
     "precision": ["float64", "highest", 32],
     "neurd_logits": ["centered", "RAW", 0],

@@ -167,8 +167,9 @@ def test_one_step_of_a_table_network_is_the_tabular_step(algorithm, step):
         eta, x = 0.7, jnp.ones((1, 1))
 
         def loss(t):
-            return algorithms.get(algorithm).function()(x @ t, q, legal[None], jnp.ones(1),
-                                                        100.0)[0]
+            return algorithms.get(algorithm).function()(
+                x @ t, q, legal[None], jnp.ones(1),
+                **algorithms.options_for(algorithm, beta=100.0))[0]
 
         stepped = table - eta * jax.grad(loss)(table)
         pi = learners.policy(table[0], legal)
@@ -189,7 +190,7 @@ def test_loss_gradients_are_their_formulas():
         advantage = np.where(legal, q_legal - (pi * q_legal).sum(-1, keepdims=True), 0.0)
         grad = jax.grad(lambda y: losses.neurd_loss(y, q, legal, weights, 100.0)[0])(logits)
         np.testing.assert_allclose(grad, -weights[:, None] * advantage, atol=1e-14)
-        grad = jax.grad(lambda y: losses.spg_loss(y, q, legal, weights, 100.0)[0])(logits)
+        grad = jax.grad(lambda y: losses.spg_loss(y, q, legal, weights)[0])(logits)
         np.testing.assert_allclose(grad, -weights[:, None] * pi * advantage, atol=1e-14)
 
 

@@ -37,7 +37,8 @@ def _written_out():
 
 def _gradient(name, beta=100.0):
     loss = algorithms.get(name).function()
-    return np.asarray(jax.grad(lambda y: loss(y, Q, LEGAL, WEIGHTS, beta)[0])(LOGITS))
+    options = algorithms.options_for(name, beta=beta)
+    return np.asarray(jax.grad(lambda y: loss(y, Q, LEGAL, WEIGHTS, **options)[0])(LOGITS))
 
 
 def test_the_built_in_algorithms_are_registered_the_papers_first():
@@ -68,7 +69,7 @@ TAKEN = jnp.array([[1 / 3, 0.0, 2 / 3], [0.0, 1.0, 0.0]], jnp.float32)
 
 def _a2c_gradient(taken):
     loss = algorithms.get("a2c").function()
-    return np.asarray(jax.grad(lambda y: loss(y, Q, LEGAL, WEIGHTS, 2.0, taken=taken)[0])(
+    return np.asarray(jax.grad(lambda y: loss(y, Q, LEGAL, WEIGHTS, taken=taken)[0])(
         LOGITS))
 
 
@@ -103,7 +104,7 @@ def test_openspiels_a2c_is_a2c_on_the_sampled_steps():
     ours = algorithms.get("a2c").function()
 
     def mine(logits):
-        return ours(logits, Q, LEGAL, weights, 2.0, taken=TAKEN)[0]
+        return ours(logits, Q, LEGAL, weights, taken=TAKEN)[0]
 
     assert float(theirs(LOGITS)) == pytest.approx(float(mine(LOGITS)), rel=1e-6)
     np.testing.assert_allclose(np.asarray(jax.grad(theirs)(LOGITS)),
@@ -135,7 +136,7 @@ def test_openspiels_qpg_rm_and_rpg_are_spg_rmpg_and_rpg(kind, name):
     theirs = _openspiel_style(kind)
     ours = algorithms.get(name).function()
     assert float(theirs(LOGITS)) == pytest.approx(
-        float(ours(LOGITS, Q, LEGAL, WEIGHTS, 2.0)[0]), rel=1e-6)
+        float(ours(LOGITS, Q, LEGAL, WEIGHTS)[0]), rel=1e-6)
     np.testing.assert_allclose(np.asarray(jax.grad(theirs)(LOGITS)), _gradient(name, 2.0),
                                rtol=1e-6, atol=1e-7)
 
@@ -153,14 +154,15 @@ def test_registering_checks_the_name_and_keeps_a_name_to_one_loss():
         algorithms.get("adam")
 
 
-def _half_neurd(logits, q, legal, weights, beta, centre=False):
+def _half_neurd(logits, q, legal, weights, beta=2.0, centre=False):
     loss, blocked = losses.neurd_loss(logits, q, legal, weights, beta, centre)
     return 0.5 * loss, blocked
 
 
 @pytest.fixture(scope="module")
 def half():
-    return algorithms.register("half_neurd", _half_neurd, "NeuRD / 2")
+    return algorithms.register("half_neurd", _half_neurd, "NeuRD / 2",
+                               options=("beta", "centre"))
 
 
 def _plan(names):

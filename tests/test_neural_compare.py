@@ -151,6 +151,8 @@ BAD_VALUES = {
     "loss_normalisation": [None, "mean", "sum"],
     "networks": [2, "triple", "separate"],
     "beta": ["2", 0.0, -1.0, 1001.0, NAN, True],
+    "algorithm_options": ["x", [], {"spg": {"x": 1.0}}, {"rpg": {}}, {"neurd": {"beta": 3.0}},
+                          {"Neurd": {}}, {"spg": {"x": NAN}}],
     "seeds_per_batch": ["5", 0, 10**5, NAN, True],
     "final_checkpoints": ["3", 0, 21, NAN, True],
     "bootstrap": [1000, {"resamples": 10}, {"confidence": 1.0}, {"method": "bca"},

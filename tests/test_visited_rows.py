@@ -80,8 +80,9 @@ def test_a_weighted_algorithm_gives_a_state_of_weight_0_no_gradient(name):
     extra = {"taken": taken} if chosen.sampled else {}
 
     def loss(y, w, rows):
-        value, blocked = chosen.function()(y, q[rows], legal[rows], w, 1.0, False,
-                                           **({"taken": taken[rows]} if extra else {}))
+        value, blocked = chosen.function()(
+            y, q[rows], legal[rows], w, **algorithms.options_for(chosen.name, beta=1.0),
+            **({"taken": taken[rows]} if extra else {}))
         return value, blocked
 
     every = np.arange(states)
@@ -104,9 +105,9 @@ def test_every_built_in_algorithm_is_weighted_and_a_users_is_not_by_default():
         algorithms.register("weighted_check", lambda *a: a, weighted=1)
 
 
-def _everywhere(logits, q, legal, weights, beta, centre=False):
+def _everywhere(logits, q, legal, weights):
     """SPG plus a penalty on every state's logits, weighted or not: not a weighted loss."""
-    value, blocked = algorithms.get(SPG).function()(logits, q, legal, weights, beta, centre)
+    value, blocked = algorithms.get(SPG).function()(logits, q, legal, weights)
     return value + 1e-3 * jnp.sum(jnp.where(legal, logits, 0.0) ** 2), blocked
 
 

@@ -1,16 +1,21 @@
 """The algorithms a neural run may name: a registry of policy losses in the logits.
 
 An algorithm is one loss of the policy network's logits over the visited information
-states (the learner's step 2, :mod:`neurd.neural.train`): everything else of a run -- the
-sampling, the critic, the pullback to the weights, the optimiser -- is shared, so two
+states (the learner's step 2, :mod:`neurd.neural.improvement`): everything else of a run --
+the sampling, the critic, the pullback to the weights, the optimiser -- is shared, so two
 algorithms differ in exactly this function.  Its signature (rlax's style of shapes)::
 
-    loss(logits [I, A], q [I, A], legal [I, A] bool, weights [I], beta, centre)
+    loss(logits [I, A], q [I, A], legal [I, A] bool, weights [I], **options)
         -> (scalar loss to descend, scalar share of pushes blocked)
 
 ``q`` is the action values the critic gives (a constant: the loss must not differentiate
-it), ``weights`` each state's weight in the loss, ``beta`` NeuRD's logit threshold and
-``centre`` the ``neural.neurd_logits`` reading (both for the algorithms that use them).
+it), ``weights`` each state's weight in the loss.  ``options`` are the keywords the
+algorithm declares (``register(..., options=(...))``) and no other: NeuRD's are ``beta``,
+its logit threshold (the config key ``neural.beta``), and ``centre``, its logits' reading
+(``neural.neurd_logits``: :data:`neurd.neural.losses.CENTRINGS`); a user's algorithm takes
+its own from the config key ``neural.algorithm_options`` (``{name: {option: value}}``),
+its loss's defaults where none is given.  A config or ``compare()`` that gives an option to
+an algorithm that does not take it is refused, naming both (:func:`check_options`).
 An algorithm of the sampled actions (``sampled=True``, as A2C) is called with one more
 keyword, ``taken [I, A]``: the share of the policy batch's steps at each state that took
 each action (a visited state's row sums to 1); the others see the states' weights only.
@@ -58,6 +63,7 @@ from neurd.names import ALGORITHM_LABELS, NEURD, SPG
 ENTRY_POINTS = "neurd.algorithms"
 RMPG, RPG, A2C = "rmpg", "rpg", "a2c"
 NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+OPTION = re.compile(r"[a-z_][a-z0-9_]{0,31}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class Algorithm:
     source: str = ""
     sampled: bool = False  # its loss reads the sampled actions (the keyword ``taken``)
     weighted: bool = False  # a state of weight 0 adds nothing to its loss (the module)
+    options: tuple[str, ...] = ()  # the keywords its loss takes (the module)
 
     def function(self) -> Callable:
         """The loss itself."""
@@ -86,12 +93,13 @@ _LOADED: set[str] = set()  # the entry points imported
 
 
 def register(name: str, loss: Callable, label: str | None = None, source: str = "",
-             sampled: bool = False, weighted: bool = False, replace: bool = False
-             ) -> Algorithm:
+             sampled: bool = False, weighted: bool = False, replace: bool = False,
+             options: tuple[str, ...] = ()) -> Algorithm:
     """Register ``loss`` as the algorithm ``name`` (lower case, digits and ``_``, at most 32
     characters; ``label``: its name in figures, default ``name`` upper-cased; ``sampled``:
     its loss takes the keyword ``taken``; ``weighted``: a state of weight 0 adds nothing to
-    its loss nor to its gradient; see the module).  A built-in name (:data:`BUILT_IN`) is
+    its loss nor to its gradient; ``options``: the keywords its loss takes, given by
+    ``neural.algorithm_options``; see the module).  A built-in name (:data:`BUILT_IN`) is
     never replaced; a user's name registered already with anything else (its loss, label,
     source or flags) is refused unless ``replace=True`` (registering the same twice, as a
     module imported again does, is no change)."""
@@ -105,7 +113,12 @@ def register(name: str, loss: Callable, label: str | None = None, source: str = 
     for flag, value in (("sampled", sampled), ("weighted", weighted), ("replace", replace)):
         if not isinstance(value, bool):
             raise ValueError(f"algorithm {name!r}: {flag} {value!r} is not True or False")
-    algorithm = Algorithm(name, label or name.upper(), loss, source, sampled, weighted)
+    if isinstance(options, str) or not all(
+            isinstance(o, str) and OPTION.fullmatch(o) and o != "taken" for o in options):
+        raise ValueError(f"algorithm {name!r}: options {options!r} are not a tuple of keyword "
+                         "names (lower case, digits and _; not 'taken')")
+    algorithm = Algorithm(name, label or name.upper(), loss, source, sampled, weighted,
+                          tuple(options))
     known = _REGISTRY.get(name)
     if known is not None and known != algorithm:
         if name in BUILT_IN:
@@ -129,6 +142,14 @@ def get(name: str) -> Algorithm:
         raise ValueError(f"algorithm {name!r} is not registered (registered: "
                          f"{', '.join(registered())}; add one with "
                          "neurd.neural.algorithms.register)") from None
+
+
+def options_for(name: str, **values) -> dict:
+    """Those of ``values`` that algorithm ``name`` declares as options: the keywords to call
+    its loss with (``get(name).function()(logits, q, legal, weights, **options_for(name,
+    beta=2.0, centre=True))``)."""
+    declared = get(name).options
+    return {option: value for option, value in values.items() if option in declared}
 
 
 def check_algorithms(names, key: str) -> None:
@@ -183,10 +204,15 @@ def load_entry_points() -> list[str]:
 
 
 _LOSSES = "neurd.neural.losses"
+# the options that are keys of the config section neural (a loss's keyword -> its key), and
+# the built-in algorithms that take each
+OPTION_KEYS = {"beta": "beta", "centre": "neurd_logits"}
+OPTION_OWNERS = {"beta": (NEURD,), "centre": (NEURD,)}
 BUILT_IN = (NEURD, SPG, RMPG, RPG, A2C)  # registered here; never replaced
 # each built-in loss is sum_x weights(x) * (a term of x alone): weighted
 register(NEURD, f"{_LOSSES}:neurd_loss", ALGORITHM_LABELS[NEURD],
-         "the paper: Algorithm 1 with the Remark's logit threshold", weighted=True)
+         "the paper: Algorithm 1 with the Remark's logit threshold", weighted=True,
+         options=("beta", "centre"))
 register(SPG, f"{_LOSSES}:spg_loss", ALGORITHM_LABELS[SPG],
          "the paper's all-actions softmax policy gradient (OpenSpiel's QPG)", weighted=True)
 register(RMPG, f"{_LOSSES}:rmpg_loss", "RMPG",

@@ -43,6 +43,15 @@ def _field(key: str | None, plan) -> str:
     return "plan"
 
 
+def _config_value(key: str, held):
+    """A Spec field as its config key holds it; a value of another shape as it is (for the
+    schema to refuse, naming the field)."""
+    try:
+        return settings.config_value(key, held)
+    except (TypeError, ValueError, AttributeError):
+        return held
+
+
 def check_run_time(spec) -> None:
     """Refuse the spec's run-time knobs (not config keys: how the cycle's program is laid out,
     :mod:`neurd.neural.variants`) unless they are a variant's, in one line naming the field."""
@@ -63,7 +72,7 @@ def check_plan(plan) -> None:
     knobs are :func:`check_run_time`'s."""
     spec = plan.spec
     check_run_time(spec)
-    section = {key: getattr(spec, name) for name, key in SPEC_KEYS.items()}
+    section = {key: _config_value(key, getattr(spec, name)) for name, key in SPEC_KEYS.items()}
     game = plan.game if isinstance(plan.game, str) else "game"
     section.update(games=[plan.game], entropies=plan.entropies,
                    phase_iterations={game: plan.phase_iterations}, phases=plan.phases,
@@ -76,6 +85,7 @@ def check_plan(plan) -> None:
         schema.check_section("config", {"seed": plan.seed})
         schema.check_section("neural", section)
         check_algorithms(spec.algorithms, "neural.algorithms")
+        settings.check_options(section)
         seeds = schema.plain(plan.run_seeds)
         if not (isinstance(seeds, list) and seeds and all(
                 type(s) is int and 0 <= s <= 9999 for s in seeds)

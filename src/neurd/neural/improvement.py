@@ -101,6 +101,25 @@ def policy_q(spec: Spec, game: NeuralGame, table: jax.Array, critic_values: jax.
     return critic_values + own_terms(table, tree.num_legal, tree.legal, eta)
 
 
+# the options that are Spec settings (a loss's keyword -> its value of the spec)
+SPEC_OPTIONS = {"beta": lambda spec: spec.beta,
+                "centre": lambda spec: losses.CENTRINGS[spec.neurd_logits]}
+
+
+def loss_options(spec: Spec, chosen: algorithms.Algorithm) -> dict:
+    """The keywords ``chosen``'s loss is called with: each option it declares, from
+    ``spec.algorithm_options`` where given there, else from the spec's setting of that name
+    (NeuRD's ``beta`` and ``centre``), else none (its loss's default)."""
+    given = dict(dict(spec.algorithm_options).get(chosen.name, ()))
+    out = {}
+    for option in chosen.options:
+        if option in given:
+            out[option] = given[option]
+        elif option in SPEC_OPTIONS:
+            out[option] = SPEC_OPTIONS[option](spec)
+    return out
+
+
 def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array,
                    weights: jax.Array, algorithm, taken: jax.Array | None = None,
                    legal: jax.Array | None = None):
@@ -114,15 +133,14 @@ def logit_gradient(spec: Spec, game: NeuralGame, logits: jax.Array, q: jax.Array
     of the sampled actions.  ``legal``: the states' legal actions (default: every state's,
     ``game.tree.legal``)."""
     legal = game.tree.legal if legal is None else legal
-    centre = losses.CENTRINGS[spec.neurd_logits]
     found = []
     for name in spec.algorithms:
         chosen = algorithms.get(name)
-        extra = {"taken": taken} if chosen.sampled else {}
+        extra = {**loss_options(spec, chosen), **({"taken": taken} if chosen.sampled else {})}
         function = chosen.function()
 
         def loss(x, function=function, extra=extra):  # the signature's order
-            return function(x, q, legal, weights, spec.beta, centre, **extra)
+            return function(x, q, legal, weights, **extra)
         (_, blocked), by_logits = jax.value_and_grad(loss, has_aux=True)(logits)
         found.append((by_logits, blocked))
     kept = found[-1]
@@ -150,7 +168,7 @@ def check_losses(spec: Spec, game: NeuralGame) -> None:
         if name in algorithms.BUILT_IN:
             continue
         chosen, key = algorithms.get(name), f"neural.algorithms[{index}]"
-        extra = {"taken": taken} if chosen.sampled else {}
+        extra = {**loss_options(spec, chosen), **({"taken": taken} if chosen.sampled else {})}
 
         def refuse(what, name=name, key=key):
             raise ConfigError(f"config key '{key}': algorithm {name!r}: {what} (called on a "
@@ -159,8 +177,7 @@ def check_losses(spec: Spec, game: NeuralGame) -> None:
         function = chosen.function()
 
         def loss(x, function=function, extra=extra):
-            out = function(x, q, legal, weights, spec.beta, losses.CENTRINGS[
-                spec.neurd_logits], **extra)
+            out = function(x, q, legal, weights, **extra)
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 refuse(f"its loss returns {type(out).__name__}, not (loss, share blocked)")
             value, share = (jnp.asarray(x) for x in out)

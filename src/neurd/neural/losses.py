@@ -90,7 +90,7 @@ def threshold_mask(logits: jax.Array, advantage: jax.Array, legal: jax.Array, be
     return legal & ~blocked
 
 
-def neurd_loss(logits, q, legal, weights, beta: float, centre: bool | str = False):
+def neurd_loss(logits, q, legal, weights, beta: float = 2.0, centre: bool | str = False):
     """NeuRD: ``-sum_x w(x) sum_a y(x, a) A(x, a)``, thresholded; also the share blocked.
 
     ``centre``: ``False``: ``y`` is the raw logits; ``True``: the logits centred over the
@@ -139,25 +139,23 @@ def blocked_share(logits, advantage, legal, weights, beta: float, centre: bool |
         jnp.sum(weights[:, None] * pushed), 1e-30)
 
 
-def spg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
-    """SPG: ``-sum_x w(x) sum_a pi(a|x) A(x, a)`` (``beta`` and ``centre`` unused: the softmax
-    is blind to the common mode; nothing is blocked)."""
-    del beta, centre
+def spg_loss(logits, q, legal, weights):
+    """SPG: ``-sum_x w(x) sum_a pi(a|x) A(x, a)`` (no option: the softmax is blind to the
+    common mode; nothing is blocked)."""
     advantage = advantages(logits, q, legal)
     per_state = -jnp.sum(masked_policy(logits, legal) * advantage, axis=-1)  # the one line
     return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 
-def rmpg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+def rmpg_loss(logits, q, legal, weights):
     """RMPG (regret-matching policy gradient; OpenSpiel's ``BatchRMLoss``):
     ``-sum_x w(x) sum_a pi(a|x) [A(x, a)]^+`` with the clipped advantage a constant."""
-    del beta, centre
     advantage = jnp.maximum(advantages(logits, q, legal), 0.0)
     per_state = -jnp.sum(masked_policy(logits, legal) * advantage, axis=-1)
     return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 
-def a2c_loss(logits, q, legal, weights, beta: float, centre: bool = False, *, taken):
+def a2c_loss(logits, q, legal, weights, *, taken):
     """A2C, the sampled-action form (OpenSpiel's ``BatchA2CLoss``, its advantage from this
     harness's ``q``): ``-sum_x w(x) sum_a taken(x, a) log pi(a|x) A(x, a)``, ``A`` a
     constant.  ``taken [I, A]``: the share of the policy batch's steps at ``x`` that took
@@ -165,7 +163,6 @@ def a2c_loss(logits, q, legal, weights, beta: float, centre: bool = False, *, ta
     return minus a learned state value; here it is the critic's (or the exact) ``q`` of the
     taken action minus ``v = sum_a pi q``, so the algorithms differ in their loss only.  In
     expectation over the taken actions (``taken = pi``) its gradient is SPG's."""
-    del beta, centre
     advantage = advantages(logits, q, legal)
     masked = jnp.where(legal, logits, -jnp.inf)
     log_pi = jnp.where(legal, logits - jax.nn.logsumexp(masked, axis=-1, keepdims=True), 0.0)
@@ -173,11 +170,10 @@ def a2c_loss(logits, q, legal, weights, beta: float, centre: bool = False, *, ta
     return jnp.sum(weights * per_state), jnp.zeros((), logits.dtype)
 
 
-def rpg_loss(logits, q, legal, weights, beta: float, centre: bool = False):
+def rpg_loss(logits, q, legal, weights):
     """RPG (regret policy gradient; OpenSpiel's ``BatchRPGLoss``): ``sum_x w(x) sum_a
     [q(x, a) - v(x)]^+``, the regrets, with ``q`` a constant and ``v = sum_a pi q`` carrying
     the gradient through the policy."""
-    del beta, centre
     pi = masked_policy(logits, legal)
     q = jnp.where(legal, jax.lax.stop_gradient(q), 0.0)
     value = jnp.sum(pi * q, axis=-1, keepdims=True)

@@ -17,11 +17,14 @@ import functools
 from collections.abc import Mapping
 
 from neurd import schema
+from neurd.config import ConfigError
+from neurd.neural import algorithms
 
 SPEC = "x-spec"  # the schema's word for the Spec field a key is
 # JSON schema type -> the Python type of the Spec field (an array: a tuple, hashable, as the
 # compiled program's static spec must be)
-TYPES = {"array": tuple, "integer": int, "number": float, "string": str, "boolean": bool}
+TYPES = {"array": tuple, "integer": int, "number": float, "string": str, "boolean": bool,
+         "object": tuple}
 # Keys of the section ``neural`` that compare() takes as settings but that are not learning
 # settings (the tables'); the critic is compare()'s own argument, not a setting
 TABLE_SETTINGS = ("seeds_per_batch", "final_checkpoints", "bootstrap")
@@ -48,12 +51,57 @@ def default(key: str):
 
 
 def value(key: str, given):
-    """``given``, a config's value of ``key``, as its Spec field holds it."""
+    """``given``, a config's value of ``key``, as its Spec field holds it (an object: its
+    items sorted, each value's too where it is an object, as tuples: hashable)."""
     kind = _properties()[key]["type"]
+    if kind == "object":
+        return tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, Mapping) else v)
+                            for k, v in given.items()))
     if kind == "array":
         item = _properties()[key].get("items", {}).get("type")
         return tuple(TYPES[item](x) if item in TYPES else x for x in given)
     return TYPES[kind](given)
+
+
+def config_value(key: str, held):
+    """The inverse of :func:`value`: a Spec field's value as the config's ``key`` holds it."""
+    kind = _properties()[key]["type"]
+    if kind == "object":
+        return {k: dict(v) if isinstance(v, tuple) else v for k, v in held}
+    if kind == "array":
+        return list(held)
+    return held
+
+
+def check_options(cfg: Mapping) -> None:
+    """Refuse (a :class:`~neurd.config.ConfigError` naming the key) an option given to an
+    algorithm that does not take it: an entry of ``algorithm_options`` for an algorithm the
+    run does not name or of an option its algorithm does not declare
+    (:mod:`neurd.neural.algorithms`), or NeuRD's ``beta`` or ``neurd_logits`` set off its
+    default in a run that names no algorithm taking it."""
+    names = list(cfg["algorithms"])
+    for name, options in dict(cfg.get("algorithm_options") or {}).items():
+        key = f"neural.algorithm_options.{name}"
+        if name not in names:
+            raise ConfigError(f"config key '{key}': options of {name!r}, which "
+                              f"neural.algorithms {names} does not name", key)
+        declared = algorithms.get(name).options
+        for option in options:
+            if option in algorithms.OPTION_KEYS:
+                raise ConfigError(f"config key '{key}.{option}': {name}'s {option} is the key "
+                                  f"neural.{algorithms.OPTION_KEYS[option]}, set there",
+                                  f"{key}.{option}")
+            if option not in declared:
+                raise ConfigError(f"config key '{key}.{option}': {option!r} is not an option "
+                                  f"of {name!r} (its options: {list(declared)})",
+                                  f"{key}.{option}")
+    for option, key in algorithms.OPTION_KEYS.items():
+        takers = [n for n in names if option in algorithms.get(n).options]
+        if key in cfg and cfg[key] != default(key) and not takers:
+            raise ConfigError(f"config key 'neural.{key}': {cfg[key]!r} is an option of "
+                              f"{', '.join(algorithms.OPTION_OWNERS[option])} ({option}), "
+                              f"which neural.algorithms {names} does not name",
+                              f"neural.{key}")
 
 
 def spec_fields() -> list[tuple[str, type, object]]:
@@ -66,9 +114,10 @@ def spec_fields() -> list[tuple[str, type, object]]:
 def spec_arguments(cfg: Mapping, critic: str) -> dict:
     """The Spec's keyword arguments of a job of ``critic`` (``learned`` or ``exact``: a
     job's, which a config's ``critic`` key names only for its main runs) from a config's
-    ``neural`` section."""
-    return {**{field: value(key, cfg[key]) for field, key in spec_keys().items()
-               if key != "critic"}, "critic": critic}
+    ``neural`` section; a key the section lacks (a snapshot from before the key: it ran as
+    the key's default) at its default."""
+    return {**{field: value(key, cfg[key] if key in cfg else default(key))
+               for field, key in spec_keys().items() if key != "critic"}, "critic": critic}
 
 
 def learning_defaults() -> dict:

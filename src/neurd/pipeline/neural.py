@@ -63,6 +63,7 @@ from neurd.neural.runs import (
     plan,
     seed_chunks,
 )
+from neurd.neural.settings import check_options
 from neurd.pipeline.neural_resources import (
     check_device,
     checkpoint_minutes_default,
@@ -83,6 +84,7 @@ MAX_CONFIGURATIONS = 10_000  # per game: bounds the tables (every policy at ever
 def check(cfg: Mapping) -> None:
     """Cross-field checks of the ``neural`` section (the schema has checked each value)."""
     check_algorithms(cfg["algorithms"], "neural.algorithms")
+    check_options(cfg)
     game_names, strings = list(cfg["games"]), cfg["game_strings"]
     missing = [g for g in game_names if g not in strings]
     require(not missing, "neural.games",
