@@ -239,3 +239,25 @@ def test_an_index_that_is_not_json_or_missing_is_named(made, target):
     _refused(made, target, "cannot be read")
     (made / "blocks.json").unlink()
     _refused(made, target, "is missing")
+
+
+def test_the_callers_record_is_packed_and_an_edited_one_refused(tmp_path):
+    """An allocation's report rides in the index and in the archive: an index whose report
+    was edited (a made-up processor) is refused, naming what differs; the caller gets no
+    record file among the members."""
+    source = tmp_path / "a.parquet"
+    source.write_bytes(b"abc")
+    out = tmp_path / "pack"
+    record = {"config_hash": "0123456789abcdef", "allocation": {"processor": "AMD EPYC"}}
+    packs.pack({"neural/a.parquet": source}, out, "blocks", extra=record)
+    index, folder = packs.unpack(out / "blocks.json", lambda m: True, tmp_path / "work")
+    assert index["allocation"] == record["allocation"]
+    assert sorted(p.name for p in folder.rglob("*") if p.is_file()) == ["a.parquet"]
+    edited = json.loads((out / "blocks.json").read_text())
+    edited["allocation"]["processor"] = "A made-up processor"
+    (out / "blocks.json").write_text(json.dumps(edited))
+    with pytest.raises(packs.PackError, match="record .* is not the one packed"):
+        packs.unpack(out / "blocks.json", lambda m: True, tmp_path / "work2")
+    assert not (tmp_path / "work2").exists() or not any((tmp_path / "work2").iterdir())
+    with pytest.raises(packs.PackError, match="pack's own names"):
+        packs.pack({"neural/a.parquet": source}, out, "blocks", extra={"members": []})

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import test_publication as shared
 
@@ -20,7 +21,7 @@ from neurd import intake, publication
 from neurd.intake import BlockRefused
 from neurd.publication import BlockSource, PublicationError
 from neurd.published_commands import expected_snapshot, neural_defaults
-from neurd.tables import InputFileError
+from neurd.tables import InputFileError, read_metadata, write_table
 
 # the tiny config's blocks and a publication of two of them (test_publication's fixtures)
 tiny, grown = shared.tiny, shared.grown
@@ -176,3 +177,75 @@ def test_a_refused_block_is_one_line_of_the_command_line(monkeypatch, caplog):
     assert cli.main(["published-add", "workflow/config/smoke.yaml", "pack"]) == 2
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and "learned_s0-0 does not reproduce" in errors[0].getMessage()
+
+
+def _rewritten(path: Path, frame: pd.DataFrame, **metadata) -> None:
+    """``path``'s table rewritten as ``frame``, its metadata as it was but for ``metadata``."""
+    meta = read_metadata(path)
+    extra = {k: v for k, v in meta.items()
+             if k not in ("config", "config_hash", "seed", "columns", "version")}
+    write_table(frame, path, columns={c: meta["columns"][c] for c in frame.columns},
+                config=meta["config"], extra={**extra, **metadata})
+
+
+def _relabelled(tiny, tmp_path, seed: int) -> BlockSource:
+    """Block 0's tables copied under seed ``seed``'s name, every index made consistent: the
+    seed column and the metadata's run seeds and batches."""
+    out = tmp_path / f"copied_{seed}"
+    out.mkdir()
+    for name in ("curves", "policies"):
+        shutil.copy(getattr(tiny["blocks"][0], name), out / f"{name}.parquet")
+        path = out / f"{name}.parquet"
+        indexes = ({"run_seeds": [seed], "batches": [[seed]]}
+                   if "run_seeds" in read_metadata(path) else {})
+        _rewritten(path, pd.read_parquet(path).assign(seed=seed), **indexes)
+    return BlockSource("kuhn", out / "curves.parquet", out / "policies.parquet")
+
+
+def test_a_block_copied_under_another_seeds_name_is_refused(tiny, grown, tmp_path,
+                                                            monkeypatch):
+    """A copy of seed 0's block under seed 2's name, its indexes consistent, let past the
+    intake's replay (as a hand-made publication would be): the publication's own check, the
+    one make figures and published-check run, refuses it, naming the two seeds."""
+    monkeypatch.setattr(intake, "verify_block", lambda *args, **kwargs: None)
+    copied = _relabelled(tiny, tmp_path, 2)
+    with pytest.raises(PublicationError, match="seeds 0 and 2 have the same curves"):
+        publication.add_blocks(grown, tiny["cfg"], [copied], compiled=tiny["compiled"])
+        checked = publication.check(grown)
+        publication.check_content(grown, *checked, compiled=tiny["compiled"])
+
+
+def test_a_piece_of_negative_or_endless_compute_is_refused(tiny, grown, tmp_path):
+    """A block whose pieces record negative (or infinite) seconds would publish "-535.72" CPU
+    hours into the README: refused at the door, naming the file."""
+    for seconds in (-535.72 * 3600, float("inf"), 0.0):
+        forged = _forged(tiny, tmp_path, "curves", lambda frame: frame)
+        pieces = [{**p, "seconds": seconds} for p in read_metadata(forged.curves)["pieces"]]
+        _rewritten(forged.curves, pd.read_parquet(forged.curves), pieces=pieces)
+        with pytest.raises(PublicationError, match="not a positive, finite number"):
+            publication.add_blocks(grown, tiny["cfg"], [forged], compiled=tiny["compiled"])
+
+
+def test_nothing_is_kept_from_a_refused_pack(tiny, grown, tmp_path, monkeypatch):
+    """A pack whose block does not reproduce is refused whole: the publication unchanged, and
+    its allocation's report not kept (it was, before the refusal, once)."""
+    from types import SimpleNamespace
+
+    from neurd import packs
+    from neurd.published_commands import _add
+    from neurd.tables import config_hash
+
+    forged = _forged(tiny, tmp_path, "curves", _halved)
+    block = "neural/kuhn/blocks/learned_s2-2"
+    packs.pack({f"{block}/curves.parquet": forged.curves,
+                f"{block}/policies.parquet": forged.policies}, tmp_path / "pack", "blocks",
+               extra={"config_hash": config_hash(tiny["cfg"]),
+                      "allocation": {"kind": "cpu", "date": "2026-12-06"}})
+    monkeypatch.setattr("neurd.published_commands._config_and_folder",
+                        lambda args: (tiny["cfg"], grown, tmp_path / "work"))
+    before, reports = _state(grown), tmp_path / "reports"
+    with pytest.raises(BlockRefused, match="does not reproduce here"):
+        _add(SimpleNamespace(packs=[str(tmp_path / "pack")], keep_reports=str(reports),
+                             keep_cpu_reports=str(reports), replace=False, configfile="tiny",
+                             workflow="."))
+    assert _state(grown) == before and not reports.exists()

@@ -14,6 +14,11 @@ relative name that the caller allows, within the stated counts and sizes.
 Only then are the members extracted, each checked against its hash, into a
 fresh temporary folder that the caller swaps into place or removes: on any
 failure nothing the caller has is touched.
+
+The caller's record (``extra``: an allocation's report, say) is written twice: in the
+index, where it is read, and as the member :data:`RECORD` of the archive, under the parts'
+hashes; :func:`unpack` refuses a pack whose index's record is not its archive's (an index
+edited by hand), and gives the caller no :data:`RECORD` file.
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ MAX_MEMBERS = 5000
 MAX_MEMBER_BYTES = 64 * 2**20
 MAX_TOTAL_BYTES = 512 * 2**20
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
+RECORD = "pack-record.json"  # the caller's record, in the archive (see the module)
+_OWN_KEYS = ("format", "version", "name", "sha256", "bytes", "parts", "members")
+
+
+def _record_bytes(record: Mapping) -> bytes:
+    return (json.dumps(record, indent=1, sort_keys=True) + "\n").encode()
 
 
 class PackError(ValueError):
@@ -53,10 +64,17 @@ def pack(files: Mapping[str, str | os.PathLike], out: str | os.PathLike, name: s
     ``out/<name>.json``; return the index."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    record = dict(extra or {})
+    clash = sorted(set(record) & set(_OWN_KEYS)) + ([RECORD] if RECORD in files else [])
+    if clash:
+        raise PackError(f"{out}/{name}: {clash} are the pack's own names")
+    contents = {m: Path(p).read_bytes() for m, p in files.items()}
+    if record:
+        contents[RECORD] = _record_bytes(record)
     members, buffer = [], io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for member in sorted(files):
-            data = Path(files[member]).read_bytes()
+        for member in sorted(contents):
+            data = contents[member]
             info = tarfile.TarInfo(member)
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             tar.addfile(info, io.BytesIO(data))
@@ -71,7 +89,7 @@ def pack(files: Mapping[str, str | os.PathLike], out: str | os.PathLike, name: s
     if len(parts) > MAX_PARTS:
         raise PackError(f"{out}/{name}: {len(parts)} parts, more than {MAX_PARTS}")
     index = {"format": FORMAT, "version": VERSION, "name": name, "sha256": _sha256(archive),
-             "bytes": len(archive), "parts": parts, "members": members, **dict(extra or {})}
+             "bytes": len(archive), "parts": parts, "members": members, **record}
     (out / f"{name}.json").write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
     return index
 
@@ -127,7 +145,7 @@ def _checked_member(index_path: Path, member: tarfile.TarInfo, expected: Mapping
     if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or member.issparse():
         raise PackError(f"{where} is not a regular file (links, devices, folders and sparse "
                         "files are refused)")
-    if not allowed(name):
+    if name != RECORD and not allowed(name):
         raise PackError(f"{where} is not a file this pack may hold")
     if member.size > MAX_MEMBER_BYTES:
         raise PackError(f"{where} is {member.size} bytes, more than {MAX_MEMBER_BYTES}")
@@ -196,14 +214,24 @@ def unpack(index_path: str | os.PathLike, allowed: Callable[[str], bool],
             Path(work).mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(prefix=".unpack-", dir=work))
             try:
+                record = {k: v for k, v in index.items() if k not in _OWN_KEYS}
                 for member in members:
                     data = tar.extractfile(member).read()
                     if _sha256(data) != expected[member.name]["sha256"]:
                         raise PackError(f"{index_path}: member {member.name!r} is not the file "
                                         "that was packed (SHA-256 differs from the index's)")
+                    if member.name == RECORD:
+                        if data != _record_bytes(record):
+                            raise PackError(f"{index_path}: the index's record (its "
+                                            f"{sorted(record)}) is not the one packed: edited "
+                                            "after packing")
+                        continue
                     target = folder / member.name
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
+                if record and RECORD not in expected:
+                    raise PackError(f"{index_path}: the index holds a record ({sorted(record)}) "
+                                    "its archive does not: an index edited, or not a pack")
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise

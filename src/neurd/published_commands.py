@@ -225,7 +225,7 @@ def _add(args) -> None:
     indexes = _pack_indexes(args.packs)
     cfg, folder, results = _config_and_folder(args)
     work = results / "published-add"
-    sources, states, folders = [], [], []
+    sources, states, folders, reports = [], [], [], {}
     try:
         for index_path in indexes:
             index, unpacked = unpack(index_path, pack_member_allowed(cfg), work)
@@ -252,14 +252,16 @@ def _add(args) -> None:
             keep = (getattr(args, "keep_cpu_reports", None) if cpu else None) or args.keep_reports
             if keep and index.get("allocation"):
                 date = str(index["allocation"].get("date", "undated"))
-                report = Path(keep) / f"{date}-{index['sha256'][:16]}.json"
-                report.parent.mkdir(parents=True, exist_ok=True)
-                report.write_text(relative_paths(json.dumps(index["allocation"], indent=1,
-                                                            sort_keys=True)) + "\n")
+                reports[Path(keep) / f"{date}-{index['sha256'][:16]}.json"] = relative_paths(
+                    json.dumps(index["allocation"], indent=1, sort_keys=True)) + "\n"
         if not sources and not states:
             raise PublicationError(f"{', '.join(args.packs)}: the packs hold no finished block "
                                    "and no block in progress")
-        _report(*add_blocks(folder, cfg, sources, replace=args.replace, states=states), folder)
+        added = add_blocks(folder, cfg, sources, replace=args.replace, states=states)
+        for report, text in reports.items():  # kept once the packs are in, not before
+            report.parent.mkdir(parents=True, exist_ok=True)
+            report.write_text(text)
+        _report(*added, folder)
     finally:
         for unpacked in folders:
             shutil.rmtree(unpacked, ignore_errors=True)
@@ -448,7 +450,9 @@ def _register_checks(sub) -> None:
     """The commands that check a publication: its files and tables, and its numbers run
     again."""
     p = sub.add_parser("published-check", help="check a publication: files, hashes, every "
-                       "block's tables, the derived tables recomputed")
+                       "block's tables, no two seeds alike, positive compute seconds, the "
+                       "derived tables recomputed (the cheap checks; a seed's first cycles "
+                       "run again: published-reproduce)")
     p.add_argument("folder", help="the publication, e.g. published/paper")
     p.add_argument("--configfile", default=None,
                    help="also check it is the run of this config file as it is now")

@@ -6,6 +6,7 @@ tables recomputed and equal; and Fig 6's inputs from the checked blocks.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -144,6 +145,12 @@ def check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.Dat
     if not (isinstance(pieces, list) and pieces and all(
             isinstance(p, dict) and all(k in p for k in PIECE_KEYS) for p in pieces)):
         fail(path, "records no piece of compute (device, jax, revision, seconds, ...)")
+    for piece in pieces:
+        seconds = piece.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+                math.isfinite(seconds) and seconds > 0):
+            fail(path, f"records a piece of compute of {seconds!r} seconds: not a positive, "
+                       "finite number")
     if not (isinstance(meta.get("game_hash"), str) and HEX16.fullmatch(meta["game_hash"])):
         fail(path, "records no game content hash")
     frame = read_table(path)
@@ -162,6 +169,23 @@ def check_curves(cfg: Mapping, game: str, name: str, path: Path) -> tuple[pd.Dat
     if problems:
         fail(path, "; ".join(problems[:3]))
     return frame, meta
+
+
+def _check_distinct_seeds(where: Path, curves: pd.DataFrame) -> None:
+    """Refuse two seeds whose curves are the same (one block copied under another seed's
+    name): every seed draws its own networks and episodes, so no two of its NashConv curves
+    coincide, bit for bit, with another's."""
+    keys = ["critic", "algorithm", "entropy", "iteration", "phase"]
+    seen: dict[bytes, int] = {}
+    for seed, rows in curves.sort_values(keys, kind="stable").groupby("seed", sort=True):
+        values = rows.nash_conv.to_numpy(np.float64)
+        if np.isnan(values).all():
+            continue
+        digest = hashlib.sha256(values.tobytes()).digest()
+        if digest in seen:
+            fail(where, f"seeds {seen[digest]} and {seed} have the same curves bit for bit: a "
+                        "block copied under another seed's name")
+        seen[digest] = int(seed)
 
 
 def kept_levels(cfg: Mapping, game: str, curves: pd.DataFrame) -> dict[str, float]:
@@ -301,6 +325,7 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
                 fail(base / "provenance.json", "is not what the block's curves record")
             frames.append(frame)
         curves[game] = pd.concat(frames, ignore_index=True)
+        _check_distinct_seeds(folder / f"neural/{game}", curves[game])
         for name, table in derived_tables(cfg, game, curves[game], games[game]).items():
             path = folder / f"neural/{game}/{name}.parquet"
             meta = read_metadata(path)
