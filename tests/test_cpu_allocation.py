@@ -681,3 +681,69 @@ def test_a_group_cut_in_half_is_held_published_and_completed(tmp_path, monkeypat
         provenance = json.loads((root / f"published/neural/kuhn/blocks/{name}/"
                                  "provenance.json").read_text())
         assert all(p["cpu_devices"] == (devices or p["threads"]) for p in provenance["pieces"])
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("broken", ["report", "lock"])
+def test_an_unreadable_report_or_lock_loses_no_state(tmp_path, monkeypatch, broken):
+    """Its report truncated after the allocation was killed (as a crash while writing it
+    would), or its lock truncated while it runs: neither is taken for "nothing running,
+    nothing left". Status says what the disk holds and what runs, start refuses (it would
+    have deleted the only saved state), stop stops what runs of the allocation's code and
+    packs every state it finds, and the state publishes as the block in progress."""
+    import signal
+
+    root, cfg, _ = _small(tmp_path)
+    started = _command(root, "start", "--minutes", "20", "--code", "tree",
+                       "--checkpoint-minutes", "0.05")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads((root / "work/running.json").read_text())["pid"]
+    _at_the_tests_priority(pid)
+    state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
+
+    def learned_something():
+        try:
+            return json.loads(state.read_text())["next_row"] >= 2
+        except (OSError, ValueError, KeyError):
+            return False
+    _wait(learned_something, 240, "the job's first saved state past iteration 0")
+    if broken == "report":
+        os.killpg(pid, signal.SIGKILL)
+        _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, "the allocation's end")
+        report = root / "out/allocation.json"
+        report.write_bytes(report.read_bytes()[:40])
+    else:
+        lock = root / "work/running.json"
+        lock.write_bytes(lock.read_bytes()[:10])
+    said = _command(root, "status")
+    assert said.returncode == 0 and "cannot be read" in said.stdout, said.stdout
+    assert "in-progress/learned_s0-1" in said.stdout, said.stdout
+    assert ("processes of the allocation's code: none" in said.stdout) == (broken == "report")
+    refused = _command(root, "start", "--minutes", "5", "--code", "tree")
+    assert refused.returncode == 2 and "cannot be read" in refused.stderr, refused.stderr
+    assert state.is_file()  # nothing deleted
+    stopped = _command(root, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "kuhn/in-progress/learned_s0-1" in stopped.stdout, stopped.stdout
+    _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, "the allocation's end")
+    assert not (root / "work/running.json").exists()
+    if broken == "report":
+        assert list((root / "out").glob("allocation.unreadable-*.json"))
+    kuhn = _publish(root, cfg, monkeypatch)
+    assert kuhn["in_progress"] == ["learned_s0-1"] and kuhn["seeds"] == []
+
+
+def test_a_full_or_unwritable_folder_is_refused_in_one_line(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "bench"))
+    from allocating import background
+
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    said = background.writable(not_a_folder / "out")
+    assert said.startswith("cannot write in ") and "out" in said and "\n" not in said
+
+    def full(self, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Path, "write_bytes", full)
+    said = background.writable(tmp_path / "work")
+    assert said.endswith("work: No space left on device"), said

@@ -4,6 +4,7 @@ from a frozen copy of the code), its status, its stop, and what it left to publi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -48,16 +49,91 @@ def alive(pid: int) -> bool:
     return "cpu_allocation.py" in command
 
 
+class Unreadable(Exception):
+    """The allocation's lock or report exists and cannot be read (truncated by a crash, say):
+    never taken for "nothing running, nothing left"."""
+
+
 def running(places: Places) -> dict | None:
     """The running allocation's lock record (pid, times, folders), or None; a lock left by
-    a process that is gone is removed."""
+    a process that is gone is removed.  :class:`Unreadable` where the lock cannot be read."""
     try:
         record = json.loads(places.lock.read_text())
-    except (OSError, ValueError):
+        pid = int(record["pid"])
+    except FileNotFoundError:
         return None
-    if alive(int(record.get("pid", -1))):
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise Unreadable(f"the lock {shown(places.lock)} cannot be read ({error})") from None
+    if alive(pid):
         return record
     places.lock.unlink(missing_ok=True)
+    return None
+
+
+def report_of(places: Places) -> dict | None:
+    """The last allocation's report (``allocation.json``), None where there is none;
+    :class:`Unreadable` where it cannot be read."""
+    path = places.out / "allocation.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise Unreadable(f"the report {shown(path)} cannot be read ({error})") from None
+
+
+def processes_of(places: Places) -> list[int]:
+    """Every process running from the allocation's copy of the code (the allocation and its
+    jobs: their working folder is ``<work>/code``), whatever its lock or report say; Linux's
+    ``/proc``, none elsewhere."""
+    code, found = places.code.resolve(), []
+    for folder in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(folder / "cwd")) == code and int(folder.name) != os.getpid():
+                found.append(int(folder.name))
+        except (OSError, ValueError):
+            continue
+    return sorted(found)
+
+
+def states_on_disk(places: Places) -> tuple[list[Path], list[Path]]:
+    """``(finished blocks, saved states)`` in the allocation's run folder, read from the disk
+    alone: a block's folder with its curves, a state's folder with its ``meta.json``."""
+    run = places.run / "neural"
+    finished = sorted(p.parent for p in run.glob("*/blocks/*/curves.parquet"))
+    states = sorted(p.parent for p in run.glob("*/in-progress/*/meta.json"))
+    return finished, states
+
+
+def unpacked_on_disk(places: Places) -> list[str]:
+    """What the run folder holds that no pack in ``out`` holds as it is (a finished block's
+    curves, a state's ``meta.json``, by SHA-256): what a start would otherwise delete."""
+    try:
+        index = json.loads((places.out / "blocks.json").read_text())
+        packed = {m["name"]: m["sha256"] for m in index.get("members", [])}
+    except (OSError, ValueError, KeyError, TypeError):
+        packed = {}
+    finished, states = states_on_disk(places)
+    left = []
+    for folder, file in [(f, "curves.parquet") for f in finished] + [
+            (s, "meta.json") for s in states]:
+        name = (folder / file).relative_to(places.run).as_posix()
+        digest = hashlib.sha256((folder / file).read_bytes()).hexdigest()
+        if packed.get(name) != digest:
+            left.append(str(folder.relative_to(places.run / "neural")))
+    return left
+
+
+def writable(folder: Path) -> str | None:
+    """Why ``folder`` cannot take the allocation's files (full, read-only, not a folder), in
+    one line naming it; None where it can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-probe"
+        probe.write_bytes(b"\0" * 65536)
+        probe.unlink()
+    except OSError as error:
+        return f"cannot write in {shown(folder)}: {error.strerror or error}"
     return None
 
 
@@ -121,9 +197,8 @@ def left_unpacked(places: Places) -> dict | None:
     has no ``done`` step, and no allocation running or starting."""
     if running(places) is not None or places.lock.exists():
         return None
-    try:
-        report = json.loads((places.out / "allocation.json").read_text())
-    except (OSError, ValueError):
+    report = report_of(places)
+    if report is None:
         return None
     steps = [s.get("step") for s in report.get("steps", [])]
     if report.get("kind") != "cpu" or "start" not in steps or "done" in steps:
@@ -294,12 +369,24 @@ def start(args, places: Places) -> int:
             print(f"--{key.replace('_', '-')} must be a positive number of minutes, got "
                   f"{value}", file=sys.stderr)
             return 2
-    record = running(places)
+    try:
+        record = running(places)
+        report_of(places)
+    except Unreadable as error:
+        print(f"{error}: an allocation may have ended writing it. `make cpu-allocation-status` "
+              "says what is on disk; `make cpu-allocation-stop` stops whatever runs of it and "
+              "packs every state it finds; then start again", file=sys.stderr)
+        return 2
     if record is not None:
         print(f"a CPU allocation is running already: {describe(record)}. See it with "
               "`make cpu-allocation-status`, stop it with `make cpu-allocation-stop`",
               file=sys.stderr)
         return 2
+    for folder in (places.work, places.out):
+        why = writable(folder)
+        if why:
+            print(why, file=sys.stderr)
+            return 2
     snapshot = places.results / "config/neural.json"
     games = json.loads(snapshot.read_text())["games"] if snapshot.is_file() else []
     for path in [snapshot] + [places.results / f"neural/{g}/game.npz" for g in games]:
@@ -314,6 +401,11 @@ def start(args, places: Places) -> int:
               f"publish it first (make publish-blocks FROM={shown(places.out)}) and commit, or "
               "give another "
               "OUT", file=sys.stderr)
+        return 2
+    left = unpacked_on_disk(places)
+    if left:
+        print(f"{shown(places.run)} holds {', '.join(left)}, which no pack holds (a start "
+              "would delete them): `make cpu-allocation-stop` packs them", file=sys.stderr)
         return 2
     places.work.mkdir(parents=True, exist_ok=True)
     try:  # the lock: only one allocation at a time, whoever starts it
@@ -347,13 +439,80 @@ def start(args, places: Places) -> int:
     return 0
 
 
+def _status_from_disk(places: Places, why: str) -> int:
+    """Status where the lock or the report cannot be read: what the disk and ``/proc`` say."""
+    finished, states = states_on_disk(places)
+    running_now = processes_of(places)
+    print(f"{why}: what is on disk and running, read without it:")
+    print(f"  processes of the allocation's code: {running_now or 'none'}")
+    print(f"  finished blocks: {[str(f.relative_to(places.run)) for f in finished] or 'none'}")
+    print(f"  saved states: {[str(s.relative_to(places.run)) for s in states] or 'none'}")
+    print("  `make cpu-allocation-stop` stops those processes and packs every block and state "
+          "found; start refuses until then")
+    return 0
+
+
+def _stop_from_disk(places: Places, why: str, wait: float) -> int:
+    """Stop where the lock or the report cannot be read: every process of the allocation's
+    code stopped, every finished block and saved state on disk packed (the unreadable report
+    kept aside, renamed), the lock removed."""
+    from allocating.packs import pack_blocks
+    from allocating.report import Report
+
+    print(f"{why}: stopping what runs of the allocation's code, packing what is on disk")
+    for sig, seconds in ((signal.SIGTERM, wait), (signal.SIGKILL, 30.0)):
+        for pid in processes_of(places):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        until = time.monotonic() + seconds
+        while processes_of(places) and time.monotonic() < until:
+            time.sleep(0.5)
+    if processes_of(places):
+        print(f"processes {processes_of(places)} of the allocation's code did not end",
+              file=sys.stderr)
+        return 1
+    config = places.results / "config/neural.json"
+    if not config.is_file():
+        print(f"{config} is missing: make paper-inputs, then stop again", file=sys.stderr)
+        return 2
+    report_path = places.out / "allocation.json"
+    if report_path.exists():
+        try:
+            json.loads(report_path.read_text())
+        except (OSError, ValueError):
+            os.replace(report_path, places.out / f"allocation.unreadable-{int(time.time())}.json")
+    finished, states = states_on_disk(places)
+    for folder in [*finished, *states]:  # each with its job's log, as the pack holds it
+        log = places.run / "neural" / folder.parts[-3] / "blocks" / folder.name / "run.log"
+        if not (folder / "run.log").is_file():
+            if log.is_file():
+                shutil.copyfile(log, folder / "run.log")
+            else:
+                (folder / "run.log").write_text(f"no log of its job was found: {why}\n")
+    report = Report(places.out, 0.0)
+    report.data.update(kind="cpu", ended=f"{why}; packed from the disk by a stop")
+    report.step("pack", blocks=len(finished), in_progress=len(states), from_disk=True)
+    if finished or states:
+        pack_blocks(report, json.loads(config.read_text()), places.results, finished, states,
+                    work=places.run)
+    report.step("done", blocks=[str(f.relative_to(places.run)) for f in finished],
+                in_progress=[str(s.relative_to(places.run)) for s in states])
+    places.lock.unlink(missing_ok=True)
+    packed = [str(p.relative_to(places.run / "neural")) for p in (*finished, *states)]
+    print(f"stopped; packed in {shown(places.out)}: {', '.join(packed) or 'nothing'}"
+          + (f": make publish-blocks FROM={shown(places.out)}, then commit" if packed else ""))
+    return 0
+
+
 def status(places: Places) -> int:
     """What the allocation does now, or what the last one left."""
-    record = running(places)
     try:
-        report = json.loads((places.out / "allocation.json").read_text())
-    except (OSError, ValueError):
-        report = None
+        record = running(places)
+        report = report_of(places)
+    except Unreadable as error:
+        return _status_from_disk(places, str(error))
     if record is not None:
         print(f"CPU allocation running: {describe(record)}; "
               f"{max(record['ends'] - time.time(), 0) / 60:.0f} min left")
@@ -389,11 +548,14 @@ def stop(places: Places, wait: float = 180.0) -> int:
     """Stop the running allocation now: its job killed (a block of one critic keeps the state
     it saved last), what it made packed; wait for it to end.  None running: pack what the last
     one left where it ended without packing (:func:`pack_left`)."""
-    record = running(places)
-    if record is None:
-        print("no CPU allocation is running")
-        _pack_left_saying(places, "the last one ended without packing", sys.stdout)
-        return 0
+    try:
+        record = running(places)
+        if record is None:
+            print("no CPU allocation is running")
+            _pack_left_saying(places, "the last one ended without packing", sys.stdout)
+            return 0
+    except Unreadable as error:
+        return _stop_from_disk(places, str(error), wait)
     os.kill(int(record["pid"]), signal.SIGTERM)
     until = time.monotonic() + wait
     while alive(int(record["pid"])) and time.monotonic() < until:

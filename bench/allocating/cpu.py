@@ -15,7 +15,15 @@ import threading
 import time
 from pathlib import Path
 
-from allocating.background import Places, clock, last_progress, running, save_json
+from allocating.background import (
+    Places,
+    Unreadable,
+    clock,
+    last_progress,
+    running,
+    save_json,
+    unpacked_on_disk,
+)
 from allocating.blocks import published_progress, published_seeds, repository_bytes, run_block
 from allocating.packs import pack_blocks
 from allocating.places import ROOT, SRC
@@ -357,7 +365,12 @@ def alloc_cycles(cfg: dict, game: str, done_before: float) -> int:
 
 def background(args, places: Places) -> int:
     """The detached process: price, plan, run, pack (see the module)."""
-    shutil.rmtree(places.run, ignore_errors=True)  # nothing of an earlier allocation packed
+    left = unpacked_on_disk(places)
+    if left:  # start refused it; a run started by hand is refused here, deleting nothing
+        print(f"{places.run} holds {', '.join(left)}, which no pack holds: stop packs them",
+              file=sys.stderr)
+        return 2
+    shutil.rmtree(places.run, ignore_errors=True)  # everything of an earlier one is packed
     for name in os.listdir(places.out) if places.out.is_dir() else []:
         if name.startswith("blocks.") or name == "allocation.json":
             (places.out / name).unlink()  # the last pack, published (start checked it)
@@ -387,7 +400,10 @@ def background(args, places: Places) -> int:
         return 0
     finally:
         bg.stop.set()
-        record = running(places)
+        try:
+            record = running(places)
+        except Unreadable:  # its own lock made unreadable under it: left for stop to clear
+            record = None
         if record is not None and int(record["pid"]) == os.getpid():
             places.lock.unlink(missing_ok=True)
 
