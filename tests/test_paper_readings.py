@@ -178,3 +178,17 @@ def test_the_study_starts_detached_from_frozen_code_and_stops(tmp_path):
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert study.running(work) is None and not (work / "running.json").exists()
     assert frozen in (work / "log.txt").read_text()
+
+
+def test_the_docs_table_is_the_published_cells_table():
+    """docs/readings.md's table of the study is written from the published cells, and says so
+    where none is published."""
+    from neurd.paper_readings_report import cell_curves, markdown, run_rows, table
+
+    page = (study.ROOT / "docs/readings.md").read_text()
+    block = page.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    curves = cell_curves(study.ROOT / study.PUBLISHED)
+    if not curves:
+        assert block == "(no cell published yet)"
+        return
+    assert block == markdown(table(run_rows(curves))).strip()
