@@ -52,7 +52,7 @@ def cycle_flop(compiled, spec: train.Spec, configurations: int) -> float:
 def passes_flop(compiled, spec: train.Spec, configurations: int) -> float:
     """FLOP of a cycle's passes over the information states: the policy's pass over every
     one, then the critic's pass and the policy's pullback (weight gradients; the input's is
-    not needed) over every one, or over the policy batch's visited ones (at most
+    not needed) over every one, or over the policy update's visited ones (at most
     :func:`neurd.neural.visited.visited_capacity`) for a layout of the visited states; the
     first layer on the columns the variant uses (``spec.layout`` resolved for the game)."""
     game = train.neural_game(compiled)

@@ -154,7 +154,7 @@ def _measure(games: list[str], n: int, rounds: int, seconds: float) -> list[dict
 def _passes_alone(spec, game, states, by_core):
     """``run(cycles)``: the cycle's passes over the information states alone, as the
     layout lays them out (the policy's pass and its pullback, the critic's pass; the last
-    two over as many states as the policy batch can visit, for a layout of the visited
+    two over as many states as the policy update's episodes can visit, for a layout of the visited
     states), nothing
     else of the cycle: no sampler, critic updates, losses or optimiser; the configurations
     shared between the CPU devices as a segment shares them (``by_core``).  Each cycle

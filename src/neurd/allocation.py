@@ -1,4 +1,4 @@
-"""The plan of allocations: seed blocks sized and placed to finish the run soonest.
+"""The schedule of allocations: seed blocks sized and placed to finish the run soonest.
 
 GPU time comes in short allocations (one GPU, about ten minutes, nothing kept
 afterwards but a few files).  The paper-scale Fig 6 is therefore computed in
@@ -101,7 +101,8 @@ class Allocation:
 
     def seeds_after(self, published: Mapping[str, Sequence[int]], main: Mapping[str, str]
                     ) -> dict[str, int]:
-        """Seeds each game has once this plan's finished blocks (main critic) are published."""
+        """Seeds each game has once this allocation's finished blocks (main critic) are
+        published."""
         return {g: len(published.get(g, ())) + sum(b.seeds for b in self.blocks if b.game == g
                                                    and b.critic == main[g] and b.finishes)
                 for g in main}
@@ -228,7 +229,7 @@ def _jobs(cfg, published, in_progress, throughput, parallel, sizes) -> list[_Job
 def _allocation(jobs: list[_Job], throughput: Throughput, parallel: int, seconds: float
                 ) -> tuple[Allocation, list[_Job]]:
     """Place ``jobs`` (in order, each in the slot with the most time left) into one
-    allocation of ``parallel`` slots of ``seconds``; return its plan and the jobs left (a block
+    allocation of ``parallel`` slots of ``seconds``; return its blocks and the jobs left (a block
     stopped in this allocation first, with its share done)."""
     free = [float(seconds)] * parallel
     step, left, carried = Allocation(parallel=parallel), [], []
@@ -349,7 +350,7 @@ def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]],
 
 
 def describe(cfg: Mapping, published: Mapping[str, Sequence[int]], best: Schedule) -> str:
-    """The plan for the rest in words: per game, the allocation that brings its first seed
+    """The schedule of the rest in words: per game, the allocation that brings its first seed
     at full length and its last."""
     total = int(cfg["seeds"])
     why = ("within the repository's cap" if best.capped

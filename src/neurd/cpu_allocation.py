@@ -1,4 +1,5 @@
-"""One CPU allocation's plan: the paper-scale run computed in the background on a machine's CPU.
+"""One CPU allocation's blocks: the paper-scale run computed in the background on a machine's
+CPU.
 
 A CPU computes the paper-scale Fig 6 (``bench/cpu_allocation.py``) while the project is worked
 on, one job at a time, the games in :data:`ORDER` (Kuhn, Leduc, Goofspiel: the cheapest

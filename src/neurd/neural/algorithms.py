@@ -17,7 +17,7 @@ its own from the config key ``neural.algorithm_options`` (``{name: {option: valu
 its loss's defaults where none is given.  A config or ``compare()`` that gives an option to
 an algorithm that does not take it is refused, naming both (:func:`check_options`).
 An algorithm of the sampled actions (``sampled=True``, as A2C) is called with one more
-keyword, ``taken [I, A]``: the share of the policy batch's steps at each state that took
+keyword, ``taken [I, A]``: the share of the policy update's sampled steps at each state that took
 each action (a visited state's row sums to 1); the others see the states' weights only.
 An algorithm whose loss is a sum over the states of each state's weight times a term of
 that state alone, so that a state of weight 0 adds nothing to the loss nor to its

@@ -1,9 +1,9 @@
 """Step 2 of a learning cycle, policy improvement (:mod:`neurd.neural.train`), written once:
-at every information state the policy batch visited (every state, or each configuration's
-visited rows under a visited layout: :mod:`neurd.neural.visited`), the ``q`` of its critic
-(or the exact one), its algorithm's gradient in the logits (:func:`logit_gradient`; a
-user's loss checked first: :func:`check_losses`), pulled back to the weights, and the
-optimiser's step (:func:`policy_step`).
+at every information state the policy update's episodes visited (every state, or each
+configuration's visited rows under a visited layout: :mod:`neurd.neural.visited`), the ``q``
+of its critic (or the exact one), its algorithm's gradient in the logits
+(:func:`logit_gradient`; a user's loss checked first: :func:`check_losses`), pulled back to
+the weights, and the optimiser's step (:func:`policy_step`).
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def improve(spec: Spec, game: NeuralGame, layout, net, policy: dict, pullback, l
     """``(the policy's gradient in its weights, the share of pushes blocked)`` ``[N]`` of
     step 2 (see the module): ``logits``/``table`` ``[N, I, A]`` the cycle's pass and its
     ``pullback``, ``critic`` the critic's weights after step 1, ``weights [N, I]`` the
-    states' weights and ``taken`` the shares of the actions taken, of the policy batch."""
+    states' weights and ``taken`` the shares of the actions taken, of the policy update's
+    episodes."""
     rows = Rows.of(spec, game, layout.visited, weights)
     if spec.critic == "exact":  # the exact regularised q of the policy, at the rows
         q = rows.at(jax.vmap(partial(policy_q, spec, game), in_axes=(0, None, 0, None))(

@@ -45,7 +45,7 @@ and each repeats bit for bit on the same machine.
 * ``map_used``: ``map`` on the non-zero columns only.
 * ``map_visited``: ``map_used``, and step 2's passes (the critic's pass, the
   policy's pullback with its recomputed forward pass) over the information states the
-  policy batch visited only, not every one: the policy loss weights each state by
+  policy update's episodes visited only, not every one: the policy loss weights each state by
   its visits, and for a *weighted* algorithm (:mod:`neurd.neural.algorithms`, every
   built-in one) a state of weight 0 adds nothing to the loss nor to its gradient, so
   the others add exact zeros to the gradient (a run naming another algorithm passes
@@ -115,7 +115,7 @@ class Layout:
     """A layout of the passes (see the module).  ``name``: its registry key; ``summary``:
     one line; ``used_columns``: whether its passes read the tensor's non-zero columns only;
     ``visited``: whether step 2's passes (the critic's, the policy's pullback) cover the
-    policy batch's visited states only (:meth:`every_at`, :meth:`pullback_at`).
+    policy update's visited states only (:meth:`every_at`, :meth:`pullback_at`).
 
     ``params`` below are one configuration's network weights for :meth:`one`, and ``N``
     configurations' (batched on a leading axis) for :meth:`every` and
@@ -190,35 +190,36 @@ class Joined(Layout):
 
 
 class Mapped(Layout):
-    """One configuration at a time (``lax.map`` in batches of ``batch``), the pullback
-    recomputing each configuration's forward pass, the first layer's weight gradient formed
-    as ``X^T G`` (:func:`neurd.neural.passes.first_product`)."""
+    """One configuration at a time (``lax.map``, ``group`` configurations to a step of its
+    loop: its ``batch_size``, a word this project keeps for a program's configurations), the
+    pullback recomputing each configuration's forward pass, the first layer's weight
+    gradient formed as ``X^T G`` (:func:`neurd.neural.passes.first_product`)."""
 
     def __init__(self, name: str, summary: str, used_columns: bool = False,
-                 visited: bool = False, batch: int = 1):
+                 visited: bool = False, group: int = 1):
         super().__init__(name, summary, used_columns, visited)
-        self.batch = batch
+        self.group = group
 
     def one(self, net: Pass, params: dict) -> jax.Array:
         return passes.apply_one(net.networks, params, net.tensors, net.players, net.precision,
                                 self.runs(net), own_pullback=True, sliced=net.sliced)
 
     def every(self, net: Pass, params: dict) -> jax.Array:
-        return jax.lax.map(partial(self.one, net), params, batch_size=self.batch)
+        return jax.lax.map(partial(self.one, net), params, batch_size=self.group)
 
     def with_pullback(self, net: Pass, params: dict) -> tuple[jax.Array, Callable]:
         one = partial(self.one, net)
 
         def pullback(by_outputs):
             return jax.lax.map(lambda pair: jax.vjp(one, pair[0])[1](pair[1])[0],
-                               (params, by_outputs), batch_size=self.batch)
+                               (params, by_outputs), batch_size=self.group)
 
         return self.every(net, params), pullback
 
     def every_at(self, net: Pass, params: dict, rows: jax.Array) -> jax.Array:
         runs = self.runs(net)
         return jax.lax.map(lambda pair: self.one(at_rows(net, pair[1], runs), pair[0]),
-                           (params, rows), batch_size=self.batch)
+                           (params, rows), batch_size=self.group)
 
     def pullback_at(self, net: Pass, params: dict, rows: jax.Array) -> Callable:
         runs = self.runs(net)
@@ -228,7 +229,7 @@ class Mapped(Layout):
                            params)[1](by_outputs)[0]
 
         return lambda by_outputs: jax.lax.map(lambda t: one(*t), (params, rows, by_outputs),
-                                              batch_size=self.batch)
+                                              batch_size=self.group)
 
 
 LAYOUTS: dict[str, Layout] = {}
@@ -262,10 +263,10 @@ for _layout in (
         Mapped("map_used", "map, on the information-state tensor's non-zero columns only",
                used_columns=True),
         Mapped("map_visited", "map_used, the critic's pass and the policy's pullback over "
-               "the information states the policy batch visited only", used_columns=True,
-               visited=True),
+               "the information states the policy update's episodes visited only",
+               used_columns=True, visited=True),
         Vmapped("vmap_visited", "vmap_used, the critic's pass and the policy's pullback "
-                "over the information states the policy batch visited only",
+                "over the information states the policy update's episodes visited only",
                 used_columns=True, visited=True)):
     register(_layout)
 

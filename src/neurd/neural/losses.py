@@ -158,7 +158,7 @@ def rmpg_loss(logits, q, legal, weights):
 def a2c_loss(logits, q, legal, weights, *, taken):
     """A2C, the sampled-action form (OpenSpiel's ``BatchA2CLoss``, its advantage from this
     harness's ``q``): ``-sum_x w(x) sum_a taken(x, a) log pi(a|x) A(x, a)``, ``A`` a
-    constant.  ``taken [I, A]``: the share of the policy batch's steps at ``x`` that took
+    constant.  ``taken [I, A]``: the share of the policy update's sampled steps at ``x`` that took
     ``a`` (each visited state's row sums to 1).  OpenSpiel's advantage is the sampled
     return minus a learned state value; here it is the critic's (or the exact) ``q`` of the
     taken action minus ``v = sum_a pi q``, so the algorithms differ in their loss only.  In

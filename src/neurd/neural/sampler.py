@@ -70,7 +70,7 @@ def sample_batches(tree: HistoryTree, policy: jax.Array, keys, sizes, eta=0.0, s
 def batch_uniforms(keys, sizes, depth: int, dtype=jnp.float32) -> list[jax.Array]:
     """``[D, sizes[j]]`` per batch: :func:`uniforms` of ``keys[j]``, the batches of one size
     next to each other drawn in one vmapped call (the same numbers as a call per batch: a
-    cycle's four critic batches are one draw of the random-number generator, not four)."""
+    cycle's four critic updates' episodes are one draw of the random-number generator, not four)."""
     drawn = []
     for size, group in itertools.groupby(zip(keys, sizes), key=lambda pair: pair[1]):
         same = [key for key, _ in group]

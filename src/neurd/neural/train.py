@@ -175,7 +175,7 @@ def taken_values(values: jax.Array, action: jax.Array) -> jax.Array:
 def critic_steps(spec: Spec, game: NeuralGame, state: RunState, table: jax.Array,
                  key: jax.Array, eta, sign):
     """One configuration's step 1 (``critic_updates`` critic steps on batches sampled from
-    ``table``) and the policy batch's weights of step 2: ``(critic, critic optimiser state,
+    ``table``) and the policy update's weights of step 2: ``(critic, critic optimiser state,
     summed critic loss, [I] state weights, [I, A] shares of the actions taken)``, the shares
     ``None`` unless an algorithm of ``spec`` reads the sampled actions."""
     _, critic_net = _networks(spec, game)
@@ -227,7 +227,7 @@ def cycle(spec: Spec, game: NeuralGame, state: RunState, key: jax.Array, eta, si
     #    samples from, and its pullback the policy's gradient in step 2
     logits, pullback = layout.with_pullback(net, state.policy)
     table = masked_policy(logits, game.tree.legal)
-    # 1. policy evaluation (the critic's steps) and the policy batch's state weights
+    # 1. policy evaluation (the critic's steps) and the policy update's state weights
     critic, critic_state, critic_loss, weights, taken = each(
         partial(critic_steps, spec, game))(state, table, key, eta, sign)
     # 2. policy improvement at every visited information state, weighted by its visits

@@ -1,7 +1,7 @@
-"""Step 2 of a cycle over the information states the policy batch visited: which they can
-be, and which layout a cycle runs.
+"""Step 2 of a cycle over the information states the policy update's episodes visited: which
+they can be, and which layout a cycle runs.
 
-The policy loss weights each information state by its visits in the policy batch
+The policy loss weights each information state by its visits in the policy update's episodes
 (:mod:`neurd.neural.losses`); for a *weighted* algorithm (:mod:`neurd.neural.algorithms`)
 a state of weight 0 adds nothing to the loss nor to its gradient, so step 2's passes (the
 critic's, the policy's pullback) need only the visited states.  Their number is bounded
@@ -23,7 +23,7 @@ from neurd.neural import algorithms, layouts
 
 
 def visited_capacity(spec, game) -> int | None:
-    """How many information states a policy batch can visit at most: at each depth, the
+    """How many information states a policy update's episodes can visit at most: at each depth, the
     states there or the batch's episodes, whichever is fewer (an episode takes one step
     at each depth); ``None`` for a game where an information state lies at several depths
     (no ``depth_index``)."""
