@@ -40,11 +40,13 @@ readings: $(STAMP)
 # NeuRD's loss readings at the paper's length (docs/readings.md): starts the study detached
 # from the shell, at the lowest priority, from a frozen copy of the commit checked out, for
 # MINUTES (600 unless given), and returns at once; it resumes where the last one stopped
-# (its saved states, or those published). readings-paper-publish copies what it made into
+# (its saved states, or those published), running the commit its published cells ran
+# (COMMIT=HEAD: the one checked out; a cell in progress then starts over). readings-paper-publish copies what it made into
 # published/readings/paper-length and draws its table and figure: commit them.
 READINGS_MINUTES = $(if $(filter command line environment,$(origin MINUTES)),$(MINUTES),600)
 readings-paper: $(STAMP)
-	$(BIN)/python -m neurd.paper_readings start --minutes $(READINGS_MINUTES)
+	$(BIN)/python -m neurd.paper_readings start --minutes $(READINGS_MINUTES) \
+	  $(if $(COMMIT),--commit $(COMMIT))
 
 readings-paper-status: $(STAMP)
 	$(BIN)/python -m neurd.paper_readings status

@@ -192,3 +192,21 @@ def test_the_docs_table_is_the_published_cells_table():
         assert block == "(no cell published yet)"
         return
     assert block == markdown(table(run_rows(curves))).strip()
+
+
+def test_the_study_runs_the_commit_its_published_cells_ran(tmp_path, capsys):
+    """A start runs the code its published cells ran (so that a cell in progress resumes: its
+    state is tied to the code's source), named in code.json, where the repository has it; an
+    unknown commit recorded there is passed over, one asked for by name refused."""
+    import subprocess as sp
+
+    head = sp.run(["git", "rev-parse", "HEAD"], cwd=study.ROOT, capture_output=True,
+                  text=True, check=True).stdout.strip()
+    published = tmp_path / "published"
+    published.mkdir()
+    (published / study.CODE_RECORD).write_text(json.dumps({"commit": head}))
+    assert study.pinned_commit(published) == head
+    (published / study.CODE_RECORD).write_text(json.dumps({"commit": "0" * 40}))
+    assert study.pinned_commit(published) is None
+    assert study.start(tmp_path / "work", published, 1.0, TRIAL, commit="no-such-commit") == 2
+    assert "no commit of this repository" in capsys.readouterr().err

@@ -281,10 +281,30 @@ def _save_json(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
+CODE_RECORD = "code.json"  # the commit the study's cells run, in its publication and work
+
+
+def _git(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, **kwargs)
+
+
+def pinned_commit(published: Path) -> str | None:
+    """The commit the published cells ran (:data:`CODE_RECORD`), where the repository has it:
+    a later start runs the same code, so that a cell in progress resumes (its state is tied to
+    the code's source) and every cell is of one code."""
+    try:
+        commit = json.loads((published / CODE_RECORD).read_text())["commit"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    found = _git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", text=True)
+    return found.stdout.strip() or None
+
+
 def start(work: Path, published: Path, minutes: float, iterations: int = PHASE_ITERATIONS,
-          cells: list[str] | None = None) -> int:
-    """Freeze the checked-out commit's code into ``work/code`` and run the study from it,
-    detached, at the lowest priority; return at once."""
+          cells: list[str] | None = None, commit: str | None = None) -> int:
+    """Freeze a commit's code into ``work/code`` and run the study from it, detached, at the
+    lowest priority; return at once.  ``commit``: default the one the published cells ran
+    (:func:`pinned_commit`), else the one checked out."""
     if not (minutes == minutes and 0 < minutes < 1e5):
         print(f"--minutes must be a positive number, got {minutes}", file=sys.stderr)
         return 2
@@ -297,13 +317,23 @@ def start(work: Path, published: Path, minutes: float, iterations: int = PHASE_I
     code = work / "code"
     shutil.rmtree(code, ignore_errors=True)
     code.mkdir()
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True, check=True).stdout.strip()
-    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD", "src", "workflow"],
-                             cwd=ROOT, capture_output=True, check=True).stdout
+    pinned = pinned_commit(published)
+    found = _git("rev-parse", "--verify", "--quiet", f"{commit or pinned or 'HEAD'}^{{commit}}",
+                 text=True).stdout.strip()
+    if not found:
+        print(f"--commit {commit!r} is no commit of this repository", file=sys.stderr)
+        return 2
+    commit = found
+    archive = _git("archive", "--format=tar", commit, "src", "workflow", check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
-    if subprocess.run(["git", "status", "--porcelain", "--", "src", "workflow"], cwd=ROOT,
-                      capture_output=True, text=True).stdout.strip():
+    _save_json(work / CODE_RECORD, {"commit": commit})
+    head = _git("rev-parse", "HEAD", text=True).stdout.strip()
+    if commit != head:
+        print(f"note: the study runs commit {commit[:10]}"
+              + (", the one its published cells ran" if commit == pinned else "")
+              + f", not the one checked out ({head[:10]}): --commit HEAD runs that one (a "
+              "cell in progress then starts over)")
+    elif _git("status", "--porcelain", "--", "src", "workflow", text=True).stdout.strip():
         print(f"note: the study runs the commit checked out ({commit[:10]}); uncommitted "
               "changes to src/ and workflow/ are not in it")
     env = {**os.environ, "PYTHONPATH": str(code / "src"), "NEURD_PROGRESS_SECONDS": "300",
@@ -365,6 +395,9 @@ def publish(work: Path, published: Path) -> int:
         print("the study is running: stop it first (its state is saved every two minutes)",
               file=sys.stderr)
         return 2
+    if (work / CODE_RECORD).is_file():
+        published.mkdir(parents=True, exist_ok=True)
+        _atomic_copy(work / CODE_RECORD, published / CODE_RECORD)
     for cell in CELLS:
         done = work / "cells" / cell.name / "curves.parquet"
         state = work / "cells" / cell.name / "state"
@@ -390,13 +423,16 @@ def main(argv=None) -> int:
     parser.add_argument("--name", help="cell: the cell's name")
     parser.add_argument("--seconds", type=float, help="cell: its wall-time budget")
     parser.add_argument("--cells", nargs="*", help="start, run: only these cells (default all)")
+    parser.add_argument("--commit", help="start: the commit whose code runs (default: the one "
+                        "the published cells ran, else the one checked out)")
     parser.add_argument("--iterations", type=int, default=PHASE_ITERATIONS,
                         help="iterations per phase (default the paper's; fewer: a trial)")
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--published", type=Path, default=PUBLISHED)
     args = parser.parse_args(argv)
     if args.command == "start":
-        return start(args.work, args.published, args.minutes, args.iterations, args.cells)
+        return start(args.work, args.published, args.minutes, args.iterations, args.cells,
+                     args.commit)
     if args.command == "run":
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         return run(args.work, args.published, args.minutes, args.iterations, args.cells)
