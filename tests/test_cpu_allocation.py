@@ -481,6 +481,24 @@ def test_the_background_allocation_lives_stops_packs_and_publishes(small, monkey
     assert provenance["devices"] == [f"{cpu['processor']}, {cpu['isa']}"]
 
 
+def _started_with_a_saved_state(root: Path) -> tuple[int, Path]:
+    """A started allocation's pid and its job's state once saved past iteration 0."""
+    started = _command(root, "start", "--minutes", "20", "--code", "tree",
+                       "--checkpoint-minutes", "0.05")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads((root / "work/running.json").read_text())["pid"]
+    _at_the_tests_priority(pid)
+    state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
+
+    def learned_something():
+        try:
+            return json.loads(state.read_text())["next_row"] >= 2
+        except (OSError, ValueError, KeyError):
+            return False
+    _wait(learned_something, 240, "the job's first saved state past iteration 0")
+    return pid, state
+
+
 @pytest.mark.workflow
 @pytest.mark.parametrize("killed", ["with its job", "alone"])
 def test_an_allocation_killed_leaves_its_state_packed_and_published(tmp_path, monkeypatch,
@@ -496,19 +514,7 @@ def test_an_allocation_killed_leaves_its_state_packed_and_published(tmp_path, mo
     from allocating.background import jobs_of
 
     root, cfg, _ = _small(tmp_path)
-    started = _command(root, "start", "--minutes", "20", "--code", "tree",
-                       "--checkpoint-minutes", "0.05")
-    assert started.returncode == 0, started.stderr
-    pid = json.loads((root / "work/running.json").read_text())["pid"]
-    _at_the_tests_priority(pid)
-    state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
-
-    def learned_something():
-        try:
-            return json.loads(state.read_text())["next_row"] >= 2
-        except (OSError, ValueError, KeyError):
-            return False
-    _wait(learned_something, 240, "the job's first saved state past iteration 0")
+    pid, state = _started_with_a_saved_state(root)
     if killed == "alone":
         os.kill(pid, signal.SIGKILL)
     else:
@@ -694,19 +700,7 @@ def test_an_unreadable_report_or_lock_loses_no_state(tmp_path, monkeypatch, brok
     import signal
 
     root, cfg, _ = _small(tmp_path)
-    started = _command(root, "start", "--minutes", "20", "--code", "tree",
-                       "--checkpoint-minutes", "0.05")
-    assert started.returncode == 0, started.stderr
-    pid = json.loads((root / "work/running.json").read_text())["pid"]
-    _at_the_tests_priority(pid)
-    state = root / "work/run/neural/kuhn/in-progress/learned_s0-1/meta.json"
-
-    def learned_something():
-        try:
-            return json.loads(state.read_text())["next_row"] >= 2
-        except (OSError, ValueError, KeyError):
-            return False
-    _wait(learned_something, 240, "the job's first saved state past iteration 0")
+    pid, state = _started_with_a_saved_state(root)
     if broken == "report":
         os.killpg(pid, signal.SIGKILL)
         _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, "the allocation's end")
