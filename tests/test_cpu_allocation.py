@@ -21,7 +21,7 @@ from test_allocation import (
     write_inputs,
 )
 
-from neurd import allocation
+from neurd import allocation, cpu_allocation
 from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS, InProgress
 from neurd.costs import Bytes, Throughput
 from neurd.cpu_allocation import block_seconds, block_size, next_allocation
@@ -68,16 +68,37 @@ def test_the_cpu_plan_never_schedules_past_the_deadline(minutes, slowdown):
             assert block.predicted_seconds < whole
 
 
-def test_games_come_in_order_kuhn_leduc_goofspiel():
-    """Kuhn's 40 seeds are planned before any of Leduc's, Leduc's before Goofspiel's; every
-    seed at most once, in blocks of consecutive seeds."""
+def test_games_come_breadth_first_kuhn_then_leduc_and_goofspiel_in_turn():
+    """Kuhn's 40 seeds first (cheap), then Leduc and Goofspiel in turn, each to 5 seeds (a
+    first confidence interval), then 10, 20 and 40: every seed at most once, in blocks of
+    consecutive seeds, each game's in order."""
+    assert cpu_allocation.stages(["kuhn", "leduc", "goofspiel"], 40) == [
+        ("kuhn", 40), ("leduc", 5), ("goofspiel", 5), ("leduc", 10), ("goofspiel", 10),
+        ("leduc", 20), ("goofspiel", 20), ("leduc", 40), ("goofspiel", 40)]
     step = _plan(60.0 * 60 * 200)
-    games = [b.game for b in step.blocks]
-    assert games == sorted(games, key=["kuhn", "leduc", "goofspiel"].index)
+    counts, reached = {g: 0 for g in PAPER["games"]}, []
+    for block in step.blocks:
+        if block.critic == "learned":
+            counts[block.game] += block.last - block.first + 1
+            reached.append(dict(counts))
+    assert all(r["kuhn"] == 40 for r in reached if r["leduc"] or r["goofspiel"])
+    assert next(r for r in reached if r["goofspiel"])["leduc"] == 5  # Leduc's 5 first
+    assert next(r for r in reached if r["leduc"] > 5)["goofspiel"] == 5  # then Goofspiel's
     for game in PAPER["games"]:
         seeds = [s for b in step.blocks if b.game == game and b.critic == "learned"
                  for s in range(b.first, b.last + 1)]
         assert sorted(seeds) == seeds == list(range(40)), game
+
+
+def test_an_allocation_of_a_few_hours_gives_every_game_its_first_seeds():
+    """With Kuhn done, an allocation of a few hours reaches Goofspiel's first seeds before
+    Leduc's sixth: a first verdict of every game within the first allocations."""
+    step = _plan(60.0 * 60 * 4, {"kuhn": list(range(40))})
+    games = [b.game for b in step.blocks]
+    assert "goofspiel" in games and "kuhn" not in games
+    leduc = [s for b in step.blocks if b.game == "leduc" for s in range(b.first, b.last + 1)]
+    assert max(leduc) < 5 or games.index("goofspiel") < max(
+        i for i, b in enumerate(step.blocks) if b.game == "leduc")
 
 
 def test_a_kuhn_block_is_whole_and_of_the_cheapest_size():
@@ -118,7 +139,8 @@ def test_blocks_are_sized_for_the_cpu():
 
 def test_blocks_in_progress_are_resumed_first():
     """A published block in progress is the first piece, resumed where it stopped, and its
-    seeds are not planned again."""
+    seeds are not planned again: its five Leduc seeds count, so Goofspiel's first five come
+    next (breadth first)."""
     kuhn_done = {"kuhn": list(range(40))}
     block = InProgress("leduc", "learned", 0, 4, done=0.6)
     step = _plan(60.0 * 150, published=kuhn_done, in_progress=[block])
@@ -126,7 +148,7 @@ def test_blocks_in_progress_are_resumed_first():
     assert (first.game, first.first, first.last, first.done_before) == ("leduc", 0, 4, 0.6)
     assert first.finishes
     later = [s for b in step.blocks[1:] if b.game == "leduc" for s in range(b.first, b.last + 1)]
-    assert later and min(later) == 5
+    assert step.blocks[1].game == "goofspiel" and (not later or min(later) == 5)
 
 
 @pytest.mark.parametrize("exact_done", [None, 0.4])

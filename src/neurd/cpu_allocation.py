@@ -31,14 +31,29 @@ from neurd.costs import Bytes, Throughput
 from neurd.neural.runs import critics
 
 # A CPU computes the paper-scale run in the background while the project is worked on, one
-# job at a time, in the games' order (the cheapest first).  Every job saves its state every few
-# minutes and may be stopped at any time.  A seed of a game run with several critics is
-# published only once every critic's block of it has finished: a block whose partner did not
-# finish in the allocation is held in progress (a finished one at its last row) and the next
-# allocation completes the group first; so such a game's blocks are planned only where the
-# whole group fits.  A block's size is what costs least per seed, within the time left.
+# job at a time, breadth first (stages: the cheapest game whole, then the others in turn).
+# Every job saves its state every few minutes and may be stopped at any time.  A seed of a
+# game run with several critics is published only once every critic's block of it has
+# finished: a block whose partner did not finish in the allocation is held in progress (a
+# finished one at its last row) and the next allocation completes the group first; so such a
+# game's blocks are planned only where the whole group fits.  A block's size is what costs
+# least per seed, within the time left.
 ORDER = ("kuhn", "leduc", "goofspiel")
 BLOCK_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
+# Breadth first: the first game of the order (the cheapest) to all its seeds, then the others
+# in turn, each to 5 seeds (a first confidence interval), then 10, 20 and all: every game has
+# its first paper-length verdict within the first allocations, and each later one narrows the
+# intervals of all of them (:func:`stages`)
+SEED_STEPS = (5, 10, 20)
+
+
+def stages(games: Sequence[str], seeds: int) -> list[tuple[str, int]]:
+    """``(game, seeds it is filled to)`` in the order a CPU allocation fills them: the first
+    of ``games`` to ``seeds``, then each other in turn to each of :data:`SEED_STEPS` below
+    ``seeds``, then to ``seeds``."""
+    first, rest = list(games[:1]), list(games[1:])
+    steps = [n for n in SEED_STEPS if n < seeds] + [seeds]
+    return [(g, seeds) for g in first] + [(g, n) for n in steps for g in rest]
 
 
 def block_seconds(cfg: Mapping, throughput: Throughput, game: str, seeds: int,
@@ -75,8 +90,9 @@ def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]],
                     history_left: float = HISTORY_CAP, slowdown: float = 1.0,
                     order: Sequence[str] = ORDER) -> Allocation:
     """One CPU allocation of ``seconds``, one job at a time (slot 0), in order: the published
-    blocks in progress (resumed), then each game of ``order`` in turn, its open seeds in blocks
-    of :func:`block_size`, each planned only where it finishes in the time left (a smaller
+    blocks in progress (resumed), then the games of ``order`` breadth first (:func:`stages`:
+    the first to all its seeds, the others in turn to 5, 10, 20 and all), their open seeds in
+    blocks of :func:`block_size`, each planned only where it finishes in the time left (a smaller
     one where the block does not), every critic of a seed one after the other.  What is left at
     the end, too short for any whole block, goes to a one-seed block of a game of one critic
     that continues in the next allocation, if its saved state fits in what the repository may
@@ -93,8 +109,14 @@ def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]],
     for block in sorted(in_progress_groups(cfg, in_progress),
                         key=lambda b: games.index(b.game)):
         filler.resume(block)
-    for game in games:
-        filler.fill(game, open_seeds(cfg, game, published, in_progress))
+    for game, upto in stages(games, int(cfg["seeds"])):
+        taken = set(int(s) for s in published.get(game, ())) | {
+            s for b in [*in_progress, *filler.step.blocks] if b.game == game
+            for s in range(b.first, b.last + 1)}
+        seeds = [s for s in open_seeds(cfg, game, published, in_progress)
+                 if s not in taken][:max(upto - len(taken), 0)]
+        if seeds:
+            filler.fill(game, seeds)
         if filler.left <= 0:
             break
     return filler.step
