@@ -406,6 +406,5 @@ def test_fig4b_left_axis_spans_the_data_and_its_legend_sits_off_it():
     box = legend.get_window_extent(fig.canvas.get_renderer())
     assert style.covers(box, style.obstacles(main, marks=False)) == 0
     labels = [t.get_text() for t in legend.get_texts()]
-    assert labels[:2] == ["NeuRD", "SPG"] and "mean over 9 step sizes" in legend.get_title(
-        ).get_text()
+    assert labels[:2] == ["NeuRD", "SPG"] and "mean over 9 step sizes" in main.get_title()
     plt.close(fig)

@@ -114,7 +114,7 @@ def plot(table: pd.DataFrame, cfg: Mapping, scale: str | None = None):
                             linewidth=1.2)
         handles.append(line)
         labels.append(f"{style.LABELS[algorithm]}, OpenSpiel"
-                      + (f" (ends at {values[-1]:.2g}, below)" if below else ""))
+                      + (f" (to {values[-1]:.2g})" if below else ""))
     title = names.game_title(game)
     main.set(xscale="log", yscale="log", xlabel="iterations",
              ylabel="NashConv of the average policy",
@@ -127,9 +127,10 @@ def plot(table: pd.DataFrame, cfg: Mapping, scale: str | None = None):
     style.scale_note(fig, scale, scale_text(table))
     fig.tight_layout()
     sizes = table[table.algorithm.isin(names.LEARNERS)].step_size.nunique()
-    style.place_legend(main, fontsize=7, handles=handles, labels=labels,
-                       title=f"line: mean over {sizes} step sizes\nband: " + "; ".join(
-                           sorted(bands)), title_fontsize=7, alignment="left")
+    main.set_title(f"{names.game_title(game)}: tabular counterfactual NeuRD vs SPG\n"
+                   f"line: mean over {sizes} step sizes; band: " + "; ".join(sorted(bands)),
+                   fontsize=9)
+    style.place_legend(main, fontsize=7, handles=handles, labels=labels, ncol=2)
     style.place_legend(by_step, fontsize=8)
     return fig
 

@@ -207,12 +207,12 @@ def _legend_box(legend, pad: float = 3.0):
 def place_legend(ax, headroom: int = 4, **kwargs):
     """A legend inside ``ax`` that covers no data: the first of :data:`LOCATIONS` whose box
     touches no line, band, marker or text of the axes (phase lines allowed if it must);
-    if none is free, the y axis gains headroom at the top, a quarter of its first span at a
-    time (on a log axis, of its decades), ``headroom`` times at most, so that the axis
-    spans at most twice what it did (its data within a factor of two: tested for every
-    figure), and the locations are tried again; the last resort is the location that covers
-    least.  Call it once the figure's layout is final (after ``tight_layout``): a legend's
-    size is in points, the axes' in inches."""
+    if none is free, the y axis gains headroom at the top, ``headroom`` steps at most, to at
+    most twice its first top on a log axis (``2 ** (k / headroom)`` times it at step ``k``)
+    and to at most twice its first span on a linear one, so that its data stays within a
+    factor of two of its limits (tested for every figure), and the locations are tried again;
+    the last resort is the location that covers least.  Call it once the figure's layout is
+    final (after ``tight_layout``): a legend's size is in points, the axes' in inches."""
     kwargs.pop("loc", None)
     best = None
     bottom, top = ax.get_ylim()
@@ -228,9 +228,8 @@ def place_legend(ax, headroom: int = 4, **kwargs):
                 if best is None or touched < best[0]:
                     best = (touched, loc, ax.get_ylim())
         if attempt < headroom:
-            step = 0.25 * (attempt + 1)
-            ax.set_ylim(bottom, top * (top / bottom) ** step if log
-                        else top + step * (top - bottom))
+            step = (attempt + 1) / headroom
+            ax.set_ylim(bottom, top * 2.0 ** step if log else top + step * (top - bottom))
     ax.set_ylim(best[2])
     return ax.legend(loc=best[1], **kwargs)
 
