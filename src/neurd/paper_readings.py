@@ -38,6 +38,7 @@ from pathlib import Path
 import neurd
 from neurd import games
 from neurd.comparison import neural_section
+from neurd.names import GAMES, NEURD, SPG
 from neurd.neural import runs
 from neurd.neural.results import CURVES_COLUMNS, run_table
 from neurd.paper_readings_report import report
@@ -59,8 +60,7 @@ SEED = 0
 READINGS = {"raw": "raw outputs (ours until decided)",
             "centred": "centred over the legal actions (R-NaD, OpenSpiel's NeuRD)",
             "centred_all": "centred over all actions (OpenSpiel's BatchNeuRDLoss)"}
-GAME_STRINGS = {"kuhn": "kuhn_poker", "leduc": "leduc_poker",
-                "goofspiel": "goofspiel(num_cards=5,imp_info=True,points_order=descending)"}
+GAME_STRINGS = {name: game.string for name, game in GAMES.items()}
 CHECKPOINT_SECONDS = 120.0
 
 
@@ -79,7 +79,7 @@ class Cell:
 
     @property
     def algorithms(self) -> tuple[str, ...]:
-        return ("neurd", "spg") if self.reading == "raw" else ("neurd",)
+        return (NEURD, SPG) if self.reading == "raw" else (NEURD,)
 
     @property
     def name(self) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from neurd.figures import style
+from neurd.names import NEURD
 from neurd.neural.results import average_nash_conv, diverged_at
 from neurd.stats import MIN_CI_SAMPLES, bootstrap_mean_ci
 from neurd.tables import read_metadata, read_table, write_table
@@ -87,7 +88,7 @@ def run_rows(curves: dict[str, pd.DataFrame]) -> pd.DataFrame:
             lived = run[~lost]
             rows.append({
                 "cell": cell, "game": run.game.iloc[0], "critic": run.critic.iloc[0],
-                "reading": run.reading.iloc[0] if algorithm == "neurd" else "spg (control)",
+                "reading": run.reading.iloc[0] if algorithm == NEURD else "spg (control)",
                 "algorithm": algorithm, "phases": int(run.phases.iloc[0]),
                 "phase length": int(run["phase length"].iloc[0]),
                 "entropy": float(entropy), "seed": int(seed), "diverged_at": at,
@@ -170,7 +171,7 @@ def figure(curves: dict[str, pd.DataFrame], png: Path, pdf: Path | None = None) 
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    data = pd.concat([frame.assign(shown=np.where(frame.algorithm == "neurd", frame.reading,
+    data = pd.concat([frame.assign(shown=np.where(frame.algorithm == NEURD, frame.reading,
                                                   "spg (control)"))
                       for frame in curves.values()], ignore_index=True)
     panels = sorted(set(zip(data.game, data.critic)), key=lambda p: (
