@@ -390,11 +390,12 @@ def stop(work: Path) -> int:
 
 def publish(work: Path, published: Path) -> int:
     """Copy the finished cells' curves and the unfinished cells' saved states into
-    ``published``; the states of finished cells are removed from it."""
-    if running(work) is not None:
-        print("the study is running: stop it first (its state is saved every two minutes)",
-              file=sys.stderr)
-        return 2
+    ``published`` (while the study runs, its finished cells' only); the states of finished
+    cells are removed from it."""
+    busy = running(work) is not None
+    if busy:
+        print("the study is running: its finished cells are published, its saved states are not "
+              "(stop it first for those: a state may be written as it is copied)")
     if (work / CODE_RECORD).is_file():
         published.mkdir(parents=True, exist_ok=True)
         _atomic_copy(work / CODE_RECORD, published / CODE_RECORD)
@@ -407,7 +408,7 @@ def publish(work: Path, published: Path) -> int:
             _atomic_copy(done, published / "cells" / cell.name / "curves.parquet")
             shutil.rmtree(kept, ignore_errors=True)
             print(f"{cell.name}: published")
-        elif state.is_dir() and any(state.iterdir()):
+        elif not busy and state.is_dir() and any(state.iterdir()):
             kept.parent.mkdir(parents=True, exist_ok=True)
             _atomic_copy(state, kept)
             print(f"{cell.name}: its state kept in {kept}")
