@@ -178,7 +178,8 @@ def figure(curves: dict[str, pd.DataFrame], png: Path, pdf: Path | None = None) 
         GAME_ORDER.index(p[0]) if p[0] in GAME_ORDER else 99, p[0], p[1] != "learned"))
     levels = sorted(data.entropy.unique())
     fig, axes = plt.subplots(len(panels), len(levels),
-                             figsize=(3.0 * len(levels), 2.4 * len(panels)), sharex="row",
+                             figsize=(3.0 * len(levels), 2.4 * len(panels) + 0.6),
+                             sharex="row",
                              squeeze=False)
     for r, (game, critic) in enumerate(panels):
         rows = data[(data.game == game) & (data.critic == critic)]
@@ -211,12 +212,13 @@ def figure(curves: dict[str, pd.DataFrame], png: Path, pdf: Path | None = None) 
     handles.append(Line2D([], [], color="0.3", marker="x", linestyle="", label="diverged"))
     handles.append(Line2D([], [], **{k: v for k, v in style.NEGATION_LINE.items()
                                      if k != "gid"}, label=style.NEGATION_LABEL))
+    height = fig.get_figheight()  # the header: the title, then the legend
     fig.suptitle("NeuRD's policy network: the common mode of its logits (per state, the "
                  "mean raw output over the legal actions; its largest size over the states "
-                 "visited), by reading", fontsize=11)
+                 "visited), by reading", fontsize=11, y=1 - 0.08 / height, va="top")
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
-               bbox_to_anchor=(0.5, 0.965))
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
+               bbox_to_anchor=(0.5, 1 - 0.38 / height))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.62 / height))
     fig.savefig(png)
     if pdf is not None:
         fig.savefig(pdf)
