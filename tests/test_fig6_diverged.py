@@ -20,7 +20,7 @@ import test_figures_fig6 as shared
 from matplotlib.collections import PathCollection
 
 from neurd import published_findings
-from neurd.audit import VERDICTS, paired
+from neurd.audit import VERDICTS, fmt, paired
 from neurd.config import load_snapshot
 from neurd.figures import fig6
 from neurd.names import NEURD, SPG
@@ -64,9 +64,9 @@ def diverge(t: dict, runs) -> dict:
     return t
 
 
-def _make(t, name="fig6"):
+def _make(t, name="fig6", **cfg):
     with float64():
-        return fig6.make(t, CFG, name, scale="small")
+        return fig6.make(t, {**CFG, **cfg}, name, scale="small")
 
 
 def _claim(claims, words):
@@ -162,16 +162,17 @@ def test_the_new_claim_fails_naming_the_runs_and_passes_without_one():
     assert clean.measured.endswith("none of the 24 runs diverged")
     one = _claim(_make(diverge(_tables(), [(NEURD, 0.1, 1, AT)]))[1], "without diverging")
     assert one.verdict == "fail" and one.value == 1
-    assert one.measured.endswith("1 of 24 runs diverged (NashConv not finite from there on, "
-                                 "left out of the other rows): NeuRD alpha 0.1 seed 1 at "
-                                 "iteration 12000")
+    assert ("1 of 24 runs diverged (NashConv not finite from there on, left out of the other "
+            "rows): NeuRD alpha 0.1 seed 1 at iteration 12000 (NeuRD's loss on the network's "
+            "raw outputs (neural.neurd_logits raw), whose common mode nothing bounds "
+            "(docs/readings.md))") in one.measured
     runs = [(a, 0.0, s, at) for a in (NEURD, SPG)
             for s, at in enumerate((12_000, 12_800, 14_000))]  # checkpoints
     many = _claim(_make(diverge(_tables(), runs))[1], "without diverging")
     assert many.verdict == "fail" and many.value == 6
-    assert ("6 of 24 runs diverged" in many.measured and many.measured.endswith(
-        "NeuRD alpha 0 seed 0 at iteration 12000; NeuRD alpha 0 seed 1 at iteration 12800; "
-        "NeuRD alpha 0 seed 2 at iteration 14000; and 3 more"))
+    assert ("6 of 24 runs diverged" in many.measured and
+            "NeuRD alpha 0 seed 0 at iteration 12000; NeuRD alpha 0 seed 1 at iteration 12800; "
+            "NeuRD alpha 0 seed 2 at iteration 14000; and 3 more" in many.measured)
 
 
 def test_a_run_of_the_exact_critic_that_diverged_is_counted_and_named():
@@ -190,9 +191,8 @@ def test_a_run_of_the_exact_critic_that_diverged_is_counted_and_named():
     claims = _make(t)[1]
     one = _claim(claims, "without diverging")
     assert one.verdict == "fail" and one.value == 1
-    assert one.measured.endswith("1 of 48 runs diverged (NashConv not finite from there on, "
-                                 "left out of the other rows): NeuRD alpha 0.1 seed 1 (exact "
-                                 "critic) at iteration 12000")
+    assert ("1 of 48 runs diverged (NashConv not finite from there on, left out of the other "
+            "rows): NeuRD alpha 0.1 seed 1 (exact critic) at iteration 12000") in one.measured
     assert "left out: 1 of the 12 (entropy, seed) pairs" in _claim(claims, "exact q").measured
     runs = results.every_diverged_run(t["summary"], t["diagnostics"], "kuhn")
     assert runs[["critic", "algorithm", "seed", "diverged_at"]].values.tolist() == [
@@ -307,3 +307,21 @@ def test_the_findings_page_says_which_runs_diverged(monkeypatch):
             "are judged without them") in text
     row = next(r for r in text.split("| kuhn: ")[1:] if r.startswith("every run finishes"))
     assert "| fail |" in row and "SPG alpha 0 seed 0 at iteration 12000" in row
+
+
+def test_the_claim_names_the_cause_the_tables_show():
+    """Runs of NeuRD's raw reading that diverged are named with it; where the tables have the
+    growth columns, with the common mode and the largest centred logit their median run had
+    at its last checkpoint before; a centred reading's are not said to be raw."""
+    t = diverge(_tables(), [(NEURD, 0.1, 1, AT), (NEURD, 0.1, 2, AT)])
+    d = t["diagnostics"]
+    d["common_mode"] = np.where(d.iteration < AT, 10.0 ** (d.iteration / AT * 3), np.nan)
+    d["centred_logit"] = np.where(d.iteration < AT, 1.5, np.nan)
+    claim = _claim(_make(t)[1], "without diverging")
+    before = d[(d.iteration < AT)].iteration.max()
+    assert "neural.neurd_logits raw" in claim.measured
+    assert (f"before diverging, the median run's logits had a common mode of "
+            f"{fmt(10.0 ** (before / AT * 3))} and a largest centred logit of 1.5"
+            in claim.measured), claim.measured
+    centred = _claim(_make(t, neurd_logits="centred")[1], "without diverging")
+    assert "neurd_logits raw" not in centred.measured and "common mode of" in centred.measured

@@ -269,7 +269,34 @@ def _exact_critic_claim(game, diagnostics, note, cfg) -> Claim | None:
         PAIRED_CRITERION, (check,), "fail", difference)
 
 
-def _diverged_claim(game, summary, diagnostics, note) -> Claim:
+def _cause(runs: pd.DataFrame, diagnostics: pd.DataFrame, game: str, cfg: Mapping) -> str:
+    """What the diverged ``runs`` say of their cause: NeuRD's reading of its logits where it
+    is the raw one (whose common mode nothing bounds: docs/readings.md), and, where the
+    tables have the growth columns, the median over those runs of the common mode and the
+    largest centred logit at their last checkpoint before diverging ('' where neither)."""
+    said = []
+    if cfg.get("neurd_logits", "raw") == "raw" and (runs.algorithm == NEURD).any():
+        said.append("NeuRD's loss on the network's raw outputs (neural.neurd_logits raw), whose "
+                    "common mode nothing bounds (docs/readings.md)")
+    if "common_mode" in diagnostics:
+        last = []
+        for run in runs.itertuples():
+            critic = "exact" if run.critic == "exact" else cfg.get("critic", "learned")
+            rows = diagnostics[(diagnostics.game == game) & (diagnostics.algorithm == run.algorithm)
+                               & (diagnostics.entropy == run.entropy)
+                               & (diagnostics.seed == run.seed) & (diagnostics.critic == critic)]
+            rows = rows[rows.iteration < run.diverged_at].sort_values(["iteration", "phase"])
+            rows = rows[np.isfinite(rows.common_mode.to_numpy(float))]
+            if len(rows):
+                last.append((rows.common_mode.iloc[-1], rows.centred_logit.iloc[-1]))
+        if last:
+            common, centred = np.median(np.asarray(last, float), axis=0)
+            said.append(f"before diverging, the median run's logits had a common mode of "
+                        f"{fmt(common)} and a largest centred logit of {fmt(centred)}")
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def _diverged_claim(game, summary, diagnostics, note, cfg) -> Claim:
     """The verdict: no run of the game diverged (the paper's curves all reach their end),
     the exact critic's runs beside the learned ones included.  The value: how many runs
     diverged; the row names the first :data:`NAMED` of them."""
@@ -282,7 +309,8 @@ def _diverged_claim(game, summary, diagnostics, note) -> Claim:
     measured = f"none of the {total} runs diverged"
     if len(runs):
         measured = (f"{len(runs)} of {total} runs diverged (NashConv not finite from there on, "
-                    "left out of the other rows): " + "; ".join(named) + more)
+                    "left out of the other rows): " + "; ".join(named) + more
+                    + _cause(runs, diagnostics, game, cfg))
     return Claim(
         FIGURE, f"{game}: every run finishes without diverging",
         "the paper's curves reach the end of every run (none diverges)",
@@ -307,5 +335,5 @@ def claims(nashconv, ci, summary, diagnostics, cfg, scale: str | None = None) ->
         exact = _exact_critic_claim(game, diagnostics, note, cfg)
         if exact is not None:
             rows.append(exact)
-        rows.append(_diverged_claim(game, summary, diagnostics, note))
+        rows.append(_diverged_claim(game, summary, diagnostics, note, cfg))
     return rows
