@@ -83,7 +83,7 @@ def test_compare_defaults_are_the_config_sections():
     def default(node):
         if node.get("type") == "object" and "properties" in node:
             return {**node["default"], **{k: default(v) for k, v in node["properties"].items()}}
-        return node["default"]
+        return node["default"] if "default" in node else node["x-default"]  # x-: if given
 
     assert {key: default(properties[key]) for key in DEFAULTS} == DEFAULTS
     assert DEFAULTS["algorithms"] == list(LEARNERS)

@@ -80,3 +80,23 @@ def test_a_setting_added_to_the_schema_alone_is_taken_everywhere(tmp_path):
         assert (checked.returncode != 0) == bool(code), checked.stderr[-2000:]
         if code:
             assert "neural.my_knob" in checked.stderr + checked.stdout
+
+
+def test_a_key_written_only_when_given_leaves_every_config_hash_as_it_was():
+    """A key added with an x-default (no schema default) is absent from a config that does
+    not give it: the smoke publication's snapshot, made before algorithm_options existed, is
+    still the smoke config's section, hash for hash, and compare() writes none either."""
+    from neurd.published_commands import expected_snapshot
+    from neurd.config import load_snapshot
+    from neurd.comparison import neural_section
+    from neurd.tables import config_hash
+
+    assert "algorithm_options" in settings.optional()
+    published = load_snapshot(ROOT / "published/smoke/config/neural.json")
+    now = expected_snapshot("workflow/config/smoke.yaml", ROOT)
+    assert "algorithm_options" not in now and config_hash(now) == config_hash(published)
+    cfg = neural_section("kuhn", 8, 1, 2, [0.0], 0, "learned", 3, 1, {})
+    assert "algorithm_options" not in cfg
+    given = neural_section("kuhn", 8, 1, 2, [0.0], 0, "learned", 3, 1,
+                           {"algorithm_options": {}})
+    assert "algorithm_options" not in given

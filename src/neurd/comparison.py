@@ -29,7 +29,8 @@ from neurd.limits import size_of
 from neurd.machine import available_memory_bytes
 from neurd.neural import results as neural_tables
 from neurd.neural import runs
-from neurd.neural.settings import learning_defaults
+from neurd.neural.settings import default as settings_default
+from neurd.neural.settings import learning_defaults, optional
 from neurd.pipeline import neural as stage
 from neurd.pipeline import neural_resources
 
@@ -219,6 +220,9 @@ def neural_section(name, iterations, phases, seeds, entropies, seed, critic, che
         schema.check_section("neural", cfg)
         cfg = schema.integers(schema.plain(cfg),
                               schema.schema("neural")["properties"]["neural"])
+        for key in optional():  # at its default: absent, as a config file without it
+            if key in cfg and cfg[key] == settings_default(key):
+                del cfg[key]
         # every seed in one job; the batch (seeds_per_batch), not the job, fixes the numbers
         cfg["seeds_per_job"] = -(-cfg["seeds"] // cfg["seeds_per_batch"]) * cfg["seeds_per_batch"]
         stage.check(cfg)

@@ -42,12 +42,21 @@ def spec_keys() -> dict[str, str]:
 
 def default(key: str):
     """The schema's default of the ``neural`` key ``key`` (a copy; an object's with the
-    defaults of its properties filled in)."""
+    defaults of its properties filled in; a key written only when given, its ``x-default``:
+    :func:`optional`)."""
     def filled(node):
         if node.get("type") == "object" and "properties" in node:
             return {**node["default"], **{k: filled(v) for k, v in node["properties"].items()}}
-        return node["default"]
+        return node["default"] if "default" in node else node["x-default"]
     return copy.deepcopy(filled(_properties()[key]))
+
+
+def optional() -> tuple[str, ...]:
+    """The ``neural`` keys a config holds only where given (``x-default`` in the schema, no
+    ``default``): a section without one is the same config, of the same hash, as before the
+    key was added."""
+    return tuple(key for key, prop in _properties().items()
+                 if "x-default" in prop and "default" not in prop)
 
 
 def value(key: str, given):
