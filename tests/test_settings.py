@@ -10,9 +10,12 @@ from pathlib import Path
 
 import yaml
 
-from neurd.comparison import DEFAULTS
+from neurd.comparison import DEFAULTS, neural_section
+from neurd.config import load_snapshot
 from neurd.neural import settings, train
 from neurd.neural.arguments import SPEC_KEYS
+from neurd.published_commands import expected_snapshot
+from neurd.tables import config_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,11 +89,6 @@ def test_a_key_written_only_when_given_leaves_every_config_hash_as_it_was():
     """A key added with an x-default (no schema default) is absent from a config that does
     not give it: the smoke publication's snapshot, made before algorithm_options existed, is
     still the smoke config's section, hash for hash, and compare() writes none either."""
-    from neurd.published_commands import expected_snapshot
-    from neurd.config import load_snapshot
-    from neurd.comparison import neural_section
-    from neurd.tables import config_hash
-
     assert "algorithm_options" in settings.optional()
     published = load_snapshot(ROOT / "published/smoke/config/neural.json")
     now = expected_snapshot("workflow/config/smoke.yaml", ROOT)
