@@ -134,13 +134,13 @@ gpu-allocation-inputs: paper-inputs
 CPU_MINUTES = $(if $(filter command line environment,$(origin MINUTES)),$(MINUTES),150)
 CPU_OUT ?= $(PAPER_RESULTS)/cpu-allocation-out
 cpu-allocation: paper-inputs
-	$(BIN)/python bench/cpu_allocation.py start --minutes $(CPU_MINUTES) --out $(CPU_OUT)
+	$(BIN)/python -m neurd.publication.allocation cpu start --minutes $(CPU_MINUTES) --out $(CPU_OUT)
 
 cpu-allocation-status:
-	$(BIN)/python bench/cpu_allocation.py status --out $(CPU_OUT)
+	$(BIN)/python -m neurd.publication.allocation cpu status --out $(CPU_OUT)
 
 cpu-allocation-stop:
-	$(BIN)/python bench/cpu_allocation.py stop --out $(CPU_OUT)
+	$(BIN)/python -m neurd.publication.allocation cpu stop --out $(CPU_OUT)
 
 # On the GPU machine (python3 with jax for CUDA; no venv, Snakemake or OpenSpiel needed), with
 # results/paper carried there: check, measure if no table of this card is given, run the seed
@@ -149,7 +149,7 @@ MINUTES ?= 9.5
 OUT ?= $(PAPER_RESULTS)/allocation-out
 THROUGHPUT ?= $(wildcard bench/gpu/allocations/*.json)
 gpu-allocation:
-	$(PYTHON) bench/gpu_allocation.py --minutes $(MINUTES) --out $(OUT) \
+	PYTHONPATH=src $(PYTHON) -m neurd.publication.allocation gpu --minutes $(MINUTES) --out $(OUT) \
 	  $(foreach t,$(THROUGHPUT),--throughput $(t)) \
 	  $(if $(wildcard $(PAPER_RESULTS)/baseline/src),--baseline $(PAPER_RESULTS)/baseline/src)
 
@@ -171,12 +171,12 @@ publish-blocks: $(STAMP)
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
 # the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end
-# (stopped by a wall-time budget and resumed), and how fast (bench/gpu_check.py); then the
+# (stopped by a wall-time budget and resumed), and how fast (neurd.publication.allocation.device_check); then the
 # tests marked gpu. Report: results/benchmarks/gpu-check/report.md.
 GAMES_NPZ = results/neural/kuhn/game.npz results/neural/leduc/game.npz results/neural/goofspiel/game.npz
 gpu-check: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) results/config/neural.json $(GAMES_NPZ)
-	$(BIN)/python bench/gpu_check.py --games results/neural --config results/config/neural.json \
+	$(BIN)/python -m neurd.publication.allocation.device_check --games results/neural --config results/config/neural.json \
 	  --out results/benchmarks/gpu-check --extra
 	$(BIN)/python -m pytest -m gpu
 

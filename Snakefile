@@ -11,7 +11,7 @@
 from snakemake.utils import min_version
 
 from neurd.configfile import type_overrides
-from neurd.published_commands import check_configured
+from neurd.publication.commands import check_configured
 from neurd.stages import DEFAULT_CONFIG, validate
 
 min_version("9.0")
@@ -32,7 +32,8 @@ validate(
     f"{workflow.basedir}/workflow/schemas",
     [DEFAULT_CONFIG, *workflow.overwrite_configfiles],
 )
-# A publication drawn is the run of its config file as that file is now (neurd.published_commands).
+# A publication drawn is the run of its config file as that file is now
+# (neurd.publication.commands).
 check_configured(config, workflow.basedir, workflow.overwrite_configfiles)
 
 

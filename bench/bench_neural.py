@@ -232,14 +232,14 @@ GPU_HEADING = "## GPU, measured"
 
 
 def gpu_section(paths) -> str:
-    """The measured GPU table of every report in ``bench/gpu/*.json`` (from gpu_check.py)."""
+    """The measured GPU table of every report in ``bench/gpu/*.json`` (from the GPU check)."""
     lines = [GPU_HEADING, "",
              "Throughput of `train.run_segment` at N configurations in one batch, a cycle being "
              "4 critic updates and 1 policy update (4 learning iterations); the checkpoint "
              "evaluation (every configuration's exact NashConv and critic error, float64) timed "
              "apart. Paper-scale minutes: 247,500 cycles plus 213 checkpoint evaluations per "
-             "game, where the evaluation was timed. `bench/gpu_check.py` measures it (`make "
-             "gpu-check`); the reports are `bench/gpu/*.json`.", ""]
+             "game, where the evaluation was timed. `neurd.publication.allocation.device_check` "
+             "measures it (`make gpu-check`); the reports are `bench/gpu/*.json`.", ""]
     for path in sorted(paths):
         data = json.loads(Path(path).read_text())
         lines += [f"### {data['device']} ({data['date']})", "", f"Command: `{data['command']}`",

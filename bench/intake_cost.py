@@ -1,7 +1,8 @@
 """What ``neurd published-add`` spends checking one paper-scale seed block, on this machine.
 
 Before a block is published its first cycles are run again in its own batches and the exact
-NashConv of its published policies at every phase end is recomputed (:mod:`neurd.intake`).
+NashConv of its published policies at every phase end is recomputed
+(:mod:`neurd.publication.intake`).
 This times both on a block of the paper config (``workflow/config/paper.yaml``): Goofspiel,
 seeds 0-19 in one batch of 20, every algorithm and entropy level (240 configurations,
 networks [128], batches of 4 and 256 episodes), 3 phases; its published policies are each
@@ -31,8 +32,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _machine import describe  # noqa: E402
 
-from neurd import games, intake  # noqa: E402
+from neurd import games  # noqa: E402
 from neurd.neural.plan import checkpoint_grid  # noqa: E402
+from neurd.publication import intake  # noqa: E402
 from neurd.stages import load_config, snapshot  # noqa: E402
 
 GAME, BLOCK = "goofspiel", "learned_s0-19"

@@ -1,9 +1,9 @@
-"""Short GPU allocations (neurd.allocation, bench/gpu_allocation.py): the plan sizes seed blocks
-to finish every game in the fewest allocations within the repository's cap, continues a block
-longer than an allocation in the next, resumes blocks in progress first, and says what the
-rest takes; the allocation command, run on the CPU at the smoke scale, keeps to its budget,
-checks the device first, and packs blocks that `neurd published-add` checks and publishes
-(refusing a pack that does not check)."""
+"""Short GPU allocations (neurd.publication.gpu_schedule, neurd.publication.allocation): the
+schedule sizes seed blocks to finish every game in the fewest allocations within the
+repository's cap, continues a block longer than an allocation in the next, resumes blocks in
+progress first, and says what the rest takes; the allocation command, run on the CPU at the
+smoke scale, keeps to its budget, checks the device first, and packs blocks that `neurd
+published-add` checks and publishes (refusing a pack that does not check)."""
 
 import importlib
 import json
@@ -20,8 +20,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import copy_workflow
 
-from neurd import allocation
-from neurd.costs import Bytes, Throughput
+from neurd.publication import gpu_schedule
+from neurd.publication.costs import Bytes, Throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,14 +78,14 @@ PAPER_BYTES = Bytes(block={"kuhn": 0.41e6, "leduc": 0.52e6, "goofspiel": 0.86e6}
 
 
 def _schedule(rows, seconds=8 * 60, bytes_=SMALL, **keywords):
-    return allocation.schedule(PAPER, keywords.pop("published", {}), Throughput(rows), seconds,
+    return gpu_schedule.schedule(PAPER, keywords.pop("published", {}), Throughput(rows), seconds,
                                9 * 60, bytes_=bytes_, **keywords)
 
 
 def test_no_planned_block_overruns_its_slot():
     throughput = Throughput(H200)
     for seconds in (120, 300, 480, 900):
-        step = allocation.next_allocation(PAPER, {}, throughput, seconds, bytes_=SMALL)
+        step = gpu_schedule.next_allocation(PAPER, {}, throughput, seconds, bytes_=SMALL)
         for slot in range(step.parallel):
             used = sum(b.predicted_seconds for b in step.blocks if b.slot == slot)
             assert used <= seconds + 1e-6, (seconds, slot, used)
@@ -121,14 +121,14 @@ def test_the_plan_prefers_fewer_allocations(monkeypatch):
     """Blocks of many seeds cost little more per cycle than one-seed blocks on a GPU: the plan
     takes them, and finishes in fewer allocations than one-seed blocks (the old rule) do."""
     best = _schedule(H200)
-    monkeypatch.setattr(allocation, "BLOCK_SIZES", (1,))
+    monkeypatch.setattr(gpu_schedule, "BLOCK_SIZES", (1,))
     one_seed = _schedule(H200)
     assert len(best.allocations) < len(one_seed.allocations) or not one_seed.complete
     assert max(best.sizes.values()) > 1
 
 
 def test_blocks_in_progress_are_resumed_first():
-    progress = [allocation.InProgress("goofspiel", "learned", 0, 19, done=0.6)]
+    progress = [gpu_schedule.InProgress("goofspiel", "learned", 0, 19, done=0.6)]
     step = _schedule(H200, in_progress=progress).allocations[0]
     first = step.blocks[0]
     assert (first.game, first.first, first.last, first.done_before) == ("goofspiel", 0, 19, 0.6)
@@ -140,7 +140,7 @@ def test_the_history_cap_is_kept_and_named():
     """Within the cap, the schedule adds no more than it; with a cap too small for every game,
     the run stops where the cap is reached and the plan says so."""
     best = _schedule(FAST, bytes_=PAPER_BYTES)
-    assert best.complete and best.history_bytes <= allocation.HISTORY_CAP
+    assert best.complete and best.history_bytes <= gpu_schedule.HISTORY_CAP
     tight = _schedule(FAST, bytes_=PAPER_BYTES, history_left=20 * 2**20)
     assert not tight.complete and tight.history_bytes <= 20 * 2**20
     assert any("MiB" in note for note in tight.allocations[0].notes)
@@ -159,7 +159,7 @@ def test_the_plan_for_the_rest_completes_every_game():
                     if b.game == g and b.critic == "learned" and b.finishes)
              for g in PAPER["games"]}
     assert total == {"kuhn": 40, "leduc": 40, "goofspiel": 40}
-    words = allocation.describe(PAPER, {}, best)
+    words = gpu_schedule.describe(PAPER, {}, best)
     assert f"all 40: allocation {len(best.allocations)}" in words
 
 
@@ -174,7 +174,7 @@ def test_unmeasured_sizes_are_not_planned():
     throughput = Throughput([r for r in H200 if r["configurations"] <= 60])
     assert throughput.predict(PAPER, "kuhn", "learned", 6, 1) is None
     assert throughput.predict(PAPER, "kuhn", "learned", 5, 1) is not None
-    assert allocation.next_allocation(PAPER, {}, Throughput([]), 600).blocks == []
+    assert gpu_schedule.next_allocation(PAPER, {}, Throughput([]), 600).blocks == []
 
 
 def test_the_slowest_of_jobs_timed_together_is_kept():
@@ -184,13 +184,10 @@ def test_the_slowest_of_jobs_timed_together_is_kept():
 
 
 def _bench():
-    """bench/allocating, the allocation's package of concerns, as its modules."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return SimpleNamespace(**{name: importlib.import_module(f"allocating.{name}") for name in (
-            "blocks", "checks", "measurement", "packs", "places", "processes", "report")})
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    """neurd.publication.allocation, the allocations' package of concerns, as its modules."""
+    return SimpleNamespace(**{name: importlib.import_module(
+        f"neurd.publication.allocation.{name}") for name in (
+        "blocks", "checks", "measurement", "packing", "places", "processes", "report", "timing")})
 
 
 def test_a_gpu_allocation_packs_a_kuhn_group_whole_or_holds_it():
@@ -220,7 +217,7 @@ def test_what_prices_every_block_is_timed_first():
     bench = _bench()
     cells = [f"{g}:{c}:{n}" for g in PAPER["games"]
              for c in (("learned", "exact") if g == "kuhn" else ("learned",))
-             for n in bench.measurement.SIZES]
+             for n in bench.timing.SIZES]
     rounds = bench.measurement.measurement_order(cells)
     assert sorted(c for r in rounds for c in r) == sorted(cells) and len(rounds) == 2
     sizes = [int(c.rsplit(":", 1)[1]) for c in rounds[0]]
@@ -235,7 +232,7 @@ def test_what_prices_every_block_is_timed_first():
                 exact = full.predict(PAPER, game, "learned", seeds, parallel)
                 assert largest.predict(PAPER, game, "learned", seeds, parallel) >= exact
                 assert first.predict(PAPER, game, "learned", seeds, parallel) is not None
-    assert allocation.next_allocation(PAPER, {}, first, 300, bytes_=SMALL).blocks
+    assert gpu_schedule.next_allocation(PAPER, {}, first, 300, bytes_=SMALL).blocks
 
 
 def test_a_cell_some_of_the_jobs_sharing_the_gpu_missed_is_dropped():
@@ -249,23 +246,21 @@ def test_a_cell_some_of_the_jobs_sharing_the_gpu_missed_is_dropped():
 
 
 def test_a_timing_worker_runs_the_tree_it_is_given(tmp_path):
-    """A worker imports the package from its PYTHONPATH (the baseline tree when it times the
-    baseline), not from this tree; the allocation itself uses this tree."""
+    """A timing worker, started as its file, imports the package from its PYTHONPATH (the
+    baseline tree when it times the baseline), not from this tree, and nothing of this tree at
+    module level; the allocation's command line uses this tree."""
+    from neurd.publication.allocation.places import TIMING
+
     tree = tmp_path / "old/src/neurd"
     tree.mkdir(parents=True)
     (tree / "__init__.py").write_text("")
-    (tree / "publication.py").write_text("AGREEMENT_NASH_CONV = 1e-3\n")
-    probe = ("import sys; sys.argv[1:] = {argv!r}; sys.path.insert(0, {bench!r}); "
-             "import gpu_allocation, neurd; print(neurd.__file__)")
-    env = dict(os.environ, PYTHONPATH=str(tree.parent))
-    where = {}
-    for mode in ("worker", "table"):
-        done = subprocess.run([sys.executable, "-c", probe.format(argv=[mode],
-                                                                  bench=str(ROOT / "bench"))],
-                              env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        where[mode] = Path(done.stdout.strip()).parent
-    assert where == {"worker": tree, "table": ROOT / "src/neurd"}
+    (tree / "games.py").write_text("raise ImportError('the old tree: ' + __file__)\n")
+    env = dict(os.environ, PYTHONPATH=str(tree.parent), JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, str(TIMING), "cells", "--games", str(tmp_path),
+                           "--out", str(tmp_path / "rows.json"), "--cells", "kuhn:learned:12"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode != 0 and f"the old tree: {tree / 'games.py'}" in done.stderr, \
+        done.stderr[-2000:]
 
 
 def test_a_baseline_without_its_own_games_is_skipped_and_said(tmp_path):
@@ -293,13 +288,13 @@ def test_a_profile_too_large_to_come_back_keeps_its_xplane_files(tmp_path):
     (run / "vm.trace.json.gz").write_bytes(os.urandom(16 * 2**20))
     report = bench.report.Report(tmp_path / "out", 1)
     report.work = tmp_path / "work"
-    bench.packs.pack_profile(report)
+    bench.packing.pack_profile(report)
     with tarfile.open(tmp_path / "out/profile.tar.gz") as tar:
         assert [Path(n).name for n in tar.getnames() if n.endswith((".pb", ".gz"))] == [
             "vm.xplane.pb"]
     assert report.data["steps"][-1]["left_out"] == [".trace.json.gz"]
     (run / "vm.xplane.pb").write_bytes(os.urandom(16 * 2**20))
-    bench.packs.pack_profile(report)
+    bench.packing.pack_profile(report)
     assert not (tmp_path / "out/profile.tar.gz").exists()
     assert report.data["steps"][-1]["dropped"] == "over 15 MiB"
 
@@ -334,8 +329,8 @@ def write_inputs(root: Path, cfg: dict, published: Path) -> None:
 
 def _allocate(root, minutes, out, *extra):
     start = time.monotonic()
-    done = subprocess.run([sys.executable, str(ROOT / "bench/gpu_allocation.py"), "--platform",
-                           "cpu", "--results", str(root / "results"), "--publication",
+    done = subprocess.run([sys.executable, "-m", "neurd.publication.allocation", "gpu",
+                           "--platform", "cpu", "--results", str(root / "results"), "--publication",
                            str(root / "published/smoke"), "--minutes", str(minutes), "--out",
                            str(out), "--no-profile", *extra], capture_output=True, text=True)
     return done, time.monotonic() - start
@@ -377,7 +372,7 @@ def test_a_timing_worker_whose_partner_is_gone_stops(smoke_inputs, tmp_path):
     out = tmp_path / "rows.json"
     env = _bench().places.environment("cpu")
     start = time.monotonic()
-    done = subprocess.run([sys.executable, str(ROOT / "bench/gpu_allocation.py"), "worker",
+    done = subprocess.run([sys.executable, str(_bench().places.TIMING), "cells",
                            "--games", str(root / "results/neural"), "--out", str(out),
                            "--parallel", "2", "--sync", str(tmp_path / "sync"),
                            "--sync-seconds", "1", "--cells", "kuhn:learned:12",
@@ -402,7 +397,7 @@ def test_a_one_minute_allocation_keeps_to_its_budget(smoke_inputs, tmp_path):
     lost = [j for j in report["jobs"] if j["status"].startswith(("lost", "failed"))]
     assert not lost, lost
     if done.returncode == 0:  # the check finished within its share
-        assert report["plan"] is not None and all(c["ok"] for c in report["check"])
+        assert report["allocation"] is not None and all(c["ok"] for c in report["check"])
     else:
         assert any(s["step"] == "check" and not s.get("ok") for s in report["steps"])
         assert report["jobs"] == []
@@ -420,12 +415,12 @@ def test_an_allocation_packs_blocks_that_publish(smoke_inputs, tmp_path):
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert seconds <= 6 * 60 + 15
     report = json.loads((out / "allocation.json").read_text())
-    assert all(c["ok"] for c in report["check"]) and report["plan"]["blocks"]
+    assert all(c["ok"] for c in report["check"]) and report["allocation"]["blocks"]
     finished = [j for j in report["jobs"] if j["status"] == "finished"]
     assert finished and not [j for j in report["jobs"]
                              if j["status"].startswith(("lost", "failed"))]
     index = json.loads((out / "blocks.json").read_text())
-    assert index["allocation"]["plan"] == report["plan"]
+    assert index["allocation"]["allocation"] == report["allocation"]
     # what comes back from an allocation: a few plain files of at most 16 MiB, nothing else
     back = sorted(p.name for p in out.iterdir())
     assert back[:2] == ["allocation.json", "blocks.json"] and all(
@@ -480,24 +475,24 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
 
     def allocate(block, deadline):
         report = bench.report.Report(tmp_path / f"out{len(list(tmp_path.glob('out*')))}", 5)
-        step = allocation.Allocation(1, [block])
+        step = gpu_schedule.Allocation(1, [block])
         found = bench.blocks.run_jobs(report, cfg, step, results, "cpu", cache,
                                time.monotonic() + deadline, folder)
         return report, found
 
-    monkeypatch.setattr(allocation, "SAVE_SECONDS", 119.0)  # a stop budget of one second
-    piece = allocation.Block("kuhn", "learned", 0, 0, 0, 60.0, 0.0, 0.5)
+    monkeypatch.setattr(gpu_schedule, "SAVE_SECONDS", 119.0)  # a stop budget of one second
+    piece = gpu_schedule.Block("kuhn", "learned", 0, 0, 0, 60.0, 0.0, 0.5)
     report, (finished, stopped) = allocate(piece, 120)
     assert not finished and len(stopped) == 1, report.data["jobs"]
     assert report.data["jobs"][0]["status"].startswith("in progress")
-    bench.packs.pack_blocks(report, cfg, results, finished, stopped)
+    bench.packing.pack_blocks(report, cfg, results, finished, stopped)
     index = json.loads((report.out / "blocks.json").read_text())
     assert any(m["name"].endswith("in-progress/learned_s0-0/meta.json")
                for m in index["members"])
 
     # the command's own step, as `make publish-blocks` runs it
-    from neurd.published_commands import _add
-    monkeypatch.setattr("neurd.published_commands._config_and_folder",
+    from neurd.publication.commands import _add
+    monkeypatch.setattr("neurd.publication.commands._config_and_folder",
                         lambda args: (cfg, folder, tmp_path / "work"))
     _add(SimpleNamespace(packs=[str(report.out)], keep_reports=None, replace=False,
                          configfile="smoke", workflow="."))
@@ -505,8 +500,8 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     assert manifest["games"]["kuhn"]["in_progress"] == ["learned_s0-0"]
     assert manifest["games"]["kuhn"]["seeds"] == []
 
-    monkeypatch.setattr(allocation, "SAVE_SECONDS", 30.0)
-    resumed = allocation.Block("kuhn", "learned", 0, 0, 0, 60.0, 0.3, 1.0)
+    monkeypatch.setattr(gpu_schedule, "SAVE_SECONDS", 30.0)
+    resumed = gpu_schedule.Block("kuhn", "learned", 0, 0, 0, 60.0, 0.3, 1.0)
     report, (finished, stopped) = allocate(resumed, 600)
     assert len(finished) == 1 and not stopped, report.data["jobs"]
     whole = tmp_path / "whole"
@@ -527,7 +522,7 @@ def test_the_docs_state_the_plan_for_the_rest():
     import re
 
     from neurd import games
-    from neurd.resume_states import bytes_per_seed
+    from neurd.publication.resume_states import bytes_per_seed
     from neurd.stages import load_config, snapshot
 
     cfg = snapshot(load_config([str(ROOT / "workflow/config/paper.yaml")], str(ROOT),
@@ -547,9 +542,9 @@ def test_the_docs_state_the_plan_for_the_rest():
         for c in ("learned", "exact")]
     bytes_ = Bytes({g: b for g, (b, _) in sizes.items()},
                               {g: s for g, (_, s) in sizes.items()})
-    capped, free = (allocation.schedule(cfg, {}, Throughput(rows), 5.5 * 60, 8 * 60,
+    capped, free = (gpu_schedule.schedule(cfg, {}, Throughput(rows), 5.5 * 60, 8 * 60,
                                         bytes_=bytes_, history_left=cap)
-                    for cap in (allocation.HISTORY_CAP, math.inf))
+                    for cap in (gpu_schedule.HISTORY_CAP, math.inf))
     words = re.search(r"within the 100 MiB cap: Goofspiel's first seed in allocation (\d+), and "
                       r"the run stops at ([\d.]+) MiB after (\d+) allocations with (\d+) of "
                       r"Goofspiel's 40 seeds", text)
@@ -584,7 +579,8 @@ def test_an_allocation_runs_the_fastest_variant_that_passed_and_never_one_that_f
     # (the device check itself runs whole in the allocations above)
     (report.work / "check").mkdir()
     cpu_run = report.work / "check/cpu_kuhn_learned.npz"
-    reference = subprocess.run([sys.executable, str(ROOT / "bench/gpu_check.py"), "cycles",
+    reference = subprocess.run([sys.executable, "-m", "neurd.publication.allocation.device_check",
+                                "cycles",
                                 "--games", str(report.games_dir), "--game", "kuhn", "--critic",
                                 "learned", "--out", str(cpu_run)],
                                env=bench.places.environment("cpu"), capture_output=True,

@@ -226,7 +226,7 @@ def test_check_config_runs_no_learning_cycle_for_the_blocks_in_progress():
 def test_which_config_files_use_the_publication(tmp_path):
     from pathlib import Path
 
-    from neurd.published_commands import uses_publication
+    from neurd.publication.commands import uses_publication
 
     root = Path(__file__).resolve().parents[1]
     config = {"published": {"folder": "published/paper",

@@ -1,5 +1,5 @@
-"""The paper-scale Fig 6 on this machine's CPU in the background (neurd.cpu_allocation,
-bench/cpu_allocation.py): the plan takes Kuhn, then Leduc, then Goofspiel, never schedules past
+"""The paper-scale Fig 6 on this machine's CPU in the background (neurd.publication.cpu_schedule,
+neurd.publication.allocation): the plan takes Kuhn, then Leduc, then Goofspiel, never schedules past
 the deadline, keeps a block of several critics whole, sizes blocks for the CPU, and
 resumes blocks in progress first; the background command starts detached, refuses a second,
 says what it does, stops with the state saved, packs, and what it packs publishes (a block
@@ -21,10 +21,10 @@ from test_allocation import (
     write_inputs,
 )
 
-from neurd import allocation, cpu_allocation
-from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS, InProgress
-from neurd.costs import Bytes, Throughput
-from neurd.cpu_allocation import block_seconds, block_size, next_allocation
+from neurd.publication import cpu_schedule, gpu_schedule
+from neurd.publication.costs import Bytes, Throughput
+from neurd.publication.cpu_schedule import block_seconds, block_size, next_allocation
+from neurd.publication.gpu_schedule import MIN_PIECE_SECONDS, SAVE_SECONDS, InProgress
 
 ROOT = Path(__file__).resolve().parents[1]
 # ms per cycle at N = 12, 24, 60, 120, near what a two-core CPU gives (bench/NEURAL.md), set so
@@ -72,7 +72,7 @@ def test_games_come_breadth_first_kuhn_then_leduc_and_goofspiel_in_turn():
     """Kuhn's 40 seeds first (cheap), then Leduc and Goofspiel in turn, each to 5 seeds (a
     first confidence interval), then 10, 20 and 40: every seed at most once, in blocks of
     consecutive seeds, each game's in order."""
-    assert cpu_allocation.stages(["kuhn", "leduc", "goofspiel"], 40) == [
+    assert cpu_schedule.stages(["kuhn", "leduc", "goofspiel"], 40) == [
         ("kuhn", 40), ("leduc", 5), ("goofspiel", 5), ("leduc", 10), ("goofspiel", 10),
         ("leduc", 20), ("goofspiel", 20), ("leduc", 40), ("goofspiel", 40)]
     step = _plan(60.0 * 60 * 200)
@@ -170,13 +170,13 @@ def test_a_kuhn_group_cut_in_half_is_completed_first(exact_done):
     assert second.predicted_seconds == pytest.approx(rest + throughput.startup("kuhn"), abs=0.1)
     later = [s for b in step.blocks[2:] if b.game == "kuhn" for s in range(b.first, b.last + 1)]
     assert later and not {9, 10} & set(later)
-    assert allocation.in_progress_groups(PAPER, held)[1] == (
+    assert gpu_schedule.in_progress_groups(PAPER, held)[1] == (
         held[1] if exact_done is not None else InProgress("kuhn", "exact", 9, 10, done=0.0))
     # a block of another seed range of the other critic in progress: not doubled
     odd = [held[0], InProgress("kuhn", "exact", 10, 10, done=0.2)]
-    assert allocation.in_progress_groups(PAPER, odd) == odd
+    assert gpu_schedule.in_progress_groups(PAPER, odd) == odd
     rows = [dict(r, parallel=1) for r in _rows(scale=0.05)]
-    gpu = allocation.schedule(PAPER, {"kuhn": list(range(9)) + list(range(11, 40)),
+    gpu = gpu_schedule.schedule(PAPER, {"kuhn": list(range(9)) + list(range(11, 40)),
                                       "leduc": list(range(40)), "goofspiel": list(range(40))},
                               Throughput(rows), 8 * 60.0, 8 * 60.0, in_progress=held,
                               bytes_=Bytes({g: 1e5 for g in MS}, {g: 1e5 for g in MS}))
@@ -192,9 +192,8 @@ def test_a_group_is_packed_finished_only_whole_else_held_in_progress(tmp_path, m
     the end; the group's finished tables are packed only where both critics finished, else the
     learned block that finished is held in progress (its state at the last row) beside the exact
     block's state, if it has one."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
-    from allocating.background import Places
+    from neurd.publication.allocation import cpu as cpu_run
+    from neurd.publication.allocation.background import Places
 
     places = Places(SimpleNamespace(**{k: tmp_path / k for k in (
         "results", "publication", "work", "out", "tables")}))
@@ -239,12 +238,10 @@ def test_what_an_allocation_that_died_left_is_packed_as_its_stop_would_have(tmp_
     them as the allocation's own stop would have: the finished group whole, the group cut
     short held in progress (the learned block's state at its last row, the exact block's state
     saved last), every member once; a second stop packs nothing again."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import background
-    from allocating import cpu as cpu_run
-    from allocating.background import Places
-
-    from neurd.resume_states import state_folder
+    from neurd.publication.allocation import background
+    from neurd.publication.allocation import cpu as cpu_run
+    from neurd.publication.allocation.background import Places
+    from neurd.publication.resume_states import state_folder
 
     places = Places(SimpleNamespace(**{k: tmp_path / k for k in (
         "results", "publication", "work", "out", "tables")}))
@@ -327,7 +324,7 @@ def test_a_slower_pace_plans_less():
 
 # --- the background command, on this CPU, at a small scale -------------------------------------
 
-BENCH = ROOT / "bench" / "cpu_allocation.py"
+COMMAND = [sys.executable, "-m", "neurd.publication.allocation", "cpu"]
 
 
 def _small(root: Path):
@@ -335,9 +332,7 @@ def _small(root: Path):
     about half a minute, its game compiled, an empty publication, and a throughput table of
     this processor and code (so that no allocation measures)."""
     from neurd.config import load_snapshot
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
+    from neurd.publication.allocation import cpu as cpu_run
 
     cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"),
                exact_critic_games=[])
@@ -362,7 +357,7 @@ def small(tmp_path_factory):
 
 
 def _command(root, mode, *extra):
-    return subprocess.run([sys.executable, str(BENCH), mode, "--results",
+    return subprocess.run([*COMMAND, mode, "--results",
                            str(root / "results"), "--publication", str(root / "published"),
                            "--work", str(root / "work"), "--out", str(root / "out"),
                            "--tables", str(root / "tables"), *extra],
@@ -417,9 +412,9 @@ def _wait(condition, seconds, what):
 
 
 def _publish(root, cfg, monkeypatch):
-    from neurd.published_commands import _add  # the step `make publish-blocks` runs
+    from neurd.publication.commands import _add  # the step `make publish-blocks` runs
 
-    monkeypatch.setattr("neurd.published_commands._config_and_folder",
+    monkeypatch.setattr("neurd.publication.commands._config_and_folder",
                         lambda args: (cfg, root / "published", root / "publish-work"))
     _add(SimpleNamespace(packs=[str(root / "out")], keep_reports=None,
                          keep_cpu_reports=str(root / "reports"), replace=False,
@@ -532,8 +527,7 @@ def test_an_allocation_killed_leaves_its_state_packed_and_published(tmp_path, mo
     progress."""
     import signal
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating.background import jobs_of
+    from neurd.publication.allocation.background import jobs_of
 
     root, cfg, _ = _small(tmp_path)
     pid, state = _started_with_a_saved_state(root)
@@ -566,7 +560,7 @@ def test_a_gpu_takes_goofspiel_first_and_skips_what_the_cpu_published():
     Kuhn's; the seeds a CPU allocation has published are never planned again."""
     rows = [dict(r, parallel=1) for r in _rows(scale=0.05)]
     published = {"kuhn": list(range(40)), "leduc": list(range(12))}
-    best = allocation.schedule(PAPER, published, Throughput(rows), 8 * 60.0, 8 * 60.0,
+    best = gpu_schedule.schedule(PAPER, published, Throughput(rows), 8 * 60.0, 8 * 60.0,
                                bytes_=Bytes({g: 1e5 for g in MS}, {g: 1e5 for g in MS}))
     planned = [b for step in best.allocations for b in step.blocks]
     order = [b.game for b in planned]
@@ -582,8 +576,7 @@ def test_a_measurement_beside_busy_work_is_seen_as_such():
     for later allocations."""
     import resource
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
+    from neurd.publication.allocation import cpu as cpu_run
 
     if cpu_run.busy_seconds() is None:
         pytest.skip("the system does not say how busy its CPU is (no /proc/stat)")
@@ -604,8 +597,7 @@ def test_a_throughput_row_prices_only_the_processor_it_was_measured_on(tmp_path)
     row stamped with the processor's family, model and stepping numbers: each reads back its
     own rows only, keeping one's rows does not drop the other's, and a row without the numbers
     (of a file written before they were recorded) prices no processor."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import cpu as cpu_run  # bench/allocating/cpu.py
+    from neurd.publication.allocation import cpu as cpu_run
 
     first = {"processor": "AMD EPYC", "isa": "AVX512_BF16", "jax": "0.1",
              "processor_id": "family 26 model 2 stepping 1"}
@@ -645,13 +637,11 @@ def test_a_group_cut_in_half_is_held_published_and_completed(tmp_path, monkeypat
     import pandas as pd
 
     from neurd.config import load_snapshot
-    from neurd.resume_states import state_folder
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import blocks as block_run  # bench/allocating/blocks.py
-    from allocating import cpu as cpu_run
-    from allocating.packs import pack_blocks
-    from allocating.report import Report
+    from neurd.publication.allocation import blocks as block_run
+    from neurd.publication.allocation import cpu as cpu_run
+    from neurd.publication.allocation.packing import pack_blocks
+    from neurd.publication.allocation.report import Report
+    from neurd.publication.resume_states import state_folder
 
     root = tmp_path
     cfg = dict(load_snapshot(ROOT / "published/smoke/config/neural.json"))
@@ -661,7 +651,7 @@ def test_a_group_cut_in_half_is_held_published_and_completed(tmp_path, monkeypat
     results = root / "results"
     env = dict(cpu_run.job_env(SimpleNamespace(work=root / "work")), NEURD_CHECKPOINT_MINUTES="0")
     far = time.monotonic() + 600.0
-    learned = allocation.Block("kuhn", "learned", 0, 0, 0, 60.0)
+    learned = gpu_schedule.Block("kuhn", "learned", 0, 0, 0, 60.0)
     run = root / "run"
     record = block_run.run_block(Report(root / "out", 10.0), cfg, learned, results, env, far,
                                  root / "published", "default", work=run, may_stop=True,
@@ -750,8 +740,7 @@ def test_an_unreadable_report_or_lock_loses_no_state(tmp_path, monkeypatch, brok
 
 
 def test_a_full_or_unwritable_folder_is_refused_in_one_line(tmp_path, monkeypatch):
-    sys.path.insert(0, str(ROOT / "bench"))
-    from allocating import background
+    from neurd.publication.allocation import background
 
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("x")

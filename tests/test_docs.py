@@ -188,7 +188,7 @@ def test_the_readme_says_how_many_seeds_the_paper_scale_publication_holds(tmp_pa
     import textwrap
 
     from neurd.cli import main
-    from neurd.published_commands import readme_block, seeds_sentence
+    from neurd.publication.commands import readme_block, seeds_sentence
 
     text = _page("README.md")
     span = readme_block(text, "published/paper")

@@ -19,13 +19,13 @@ import pytest
 import test_figures_fig6 as shared
 from matplotlib.collections import PathCollection
 
-from neurd import published_findings
 from neurd.audit import VERDICTS, fmt, paired
 from neurd.config import load_snapshot
 from neurd.figures import fig6
 from neurd.names import NEURD, SPG
 from neurd.neural import results
 from neurd.precision import float64
+from neurd.publication import findings as published_findings
 from neurd.stats import grid_margin
 
 CFG = load_snapshot(shared.SMOKE / "config/neural.json")

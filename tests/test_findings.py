@@ -139,7 +139,7 @@ def test_the_quoted_numbers_are_the_runs():
 def test_the_paper_length_section_is_the_publications():
     """docs/findings.md's section on the paper-length Fig 6 is what `neurd published-findings`
     writes from published/paper as it is now (rerun it after every publication)."""
-    from neurd.published_findings import findings, page_part
+    from neurd.publication.findings import findings, page_part
 
     text = FINDINGS.read_text(encoding="utf-8")
     span = page_part(text, "published/paper")
@@ -153,7 +153,7 @@ def test_a_publication_with_seeds_is_judged_claim_by_claim(tmp_path):
     """With seeds published, the section has every Fig 6 claim of each game judged on them,
     labelled with the publication; a page without the marks is refused and left as it is."""
     from neurd import cli
-    from neurd.published_findings import findings
+    from neurd.publication.findings import findings
 
     text = findings(ROOT / "published/smoke")
     assert "Kuhn poker 2 of 2 (" in " ".join(text.split())

@@ -24,7 +24,7 @@ FUNCTION_LINES = 60
 DRAWING_STEPS = {
     "neurd.comparison": "Comparison.figure(): a compare() result drawn as Fig 6's panels",
     "neurd.readings_grid": "neurd readings-grid: the readings study's tables and figure",
-    "neurd.published_findings": "neurd published-findings: a publication's Fig 6 claims "
+    "neurd.publication.findings": "neurd published-findings: a publication's Fig 6 claims "
                                 "written into docs/findings.md",
 }
 
@@ -141,17 +141,17 @@ def _private_uses(path: Path, module: str, root: Path = ROOT) -> list[str]:
 
 def test_the_checks_catch_what_they_look_for(tmp_path):
     """A planted long function and planted private uses are each found."""
-    source = ("import gpu_check\nfrom neurd.neural.experiment import _measure\n"
+    source = ("import bench_cycle\nfrom neurd.neural.experiment import _measure\n"
               "from neurd.neural import experiment\n"
               "def f():\n    '''doc'''\n" + "    x = 1\n" * 81
-              + "    return gpu_check._env, experiment._exact_setup\n")
+              + "    return bench_cycle._env, experiment._exact_setup\n")
     function = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef))
     assert _code_lines(function, source.splitlines()) == 83
     script = tmp_path / "planted.py"
     script.write_text(source)
     found = [use.split(" ", 1)[1] for use in _private_uses(script, "bench.planted", tmp_path)]
     assert found == ["imports neurd.neural.experiment._measure",
-                     "uses bench.gpu_check._env", "uses neurd.neural.experiment._exact_setup"]
+                     "uses bench.bench_cycle._env", "uses neurd.neural.experiment._exact_setup"]
 
 
 def test_no_private_name_is_used_across_modules():

@@ -26,6 +26,7 @@ from neurd import games
 from neurd.names import GAMES
 from neurd.neural import checkpoint, experiment, layouts, measurement, sampler, train, visited
 from neurd.precision import float64
+from neurd.publication.allocation import device_check
 from neurd.tabular import histories
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -418,15 +419,17 @@ def _games_folder(tmp_path, compiled):
     return tmp_path / "games"
 
 
-@pytest.mark.long  # bench/gpu_check.py end to end: minutes on two cores
+CHECK = [sys.executable, "-m", "neurd.publication.allocation.device_check"]  # make gpu-check's
+
+
+@pytest.mark.long  # the GPU check end to end: minutes on two cores
 def test_the_gpu_check_runs_its_steps_on_the_cpu(tmp_path, compiled):
     """The check itself, dry run on the CPU (--platform cpu): its comparisons pass there
     trivially (CPU against CPU), and a real mismatch is caught (a planted one). On Kuhn only:
     its steps are the same for every game (each game's are checked on the card itself)."""
     folder = _games_folder(tmp_path, compiled)
-    script = ROOT / "bench" / "gpu_check.py"
     out = tmp_path / "check"
-    done = subprocess.run([sys.executable, str(script), "--platform", "cpu", "--games",
+    done = subprocess.run([*CHECK, "--platform", "cpu", "--games",
                            str(folder), "--out", str(out), "--configs", "24", "--deadline",
                            "600", "--game", "kuhn", "--no-throughput"],
                           capture_output=True, text=True)
@@ -439,13 +442,8 @@ def test_the_gpu_check_runs_its_steps_on_the_cpu(tmp_path, compiled):
     key = next(k for k in data if k.startswith("kuhn/learned/neurd/"))
     data[key] = data[key] + np.float32(1e-3)
     np.savez(out / "cycles_gpu_b.npz", **data)
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import gpu_check
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    check = gpu_check.Check(tmp_path / "again", 100.0)
-    gpu_check.compare_cycles(check, out / "cycles_cpu.npz",
+    check = device_check.Check(tmp_path / "again", 100.0)
+    device_check.compare_cycles(check, out / "cycles_cpu.npz",
                              [out / "cycles_gpu_a.npz", out / "cycles_gpu_b.npz"], folder)
     assert not next(c for c in check.report["checks"]
                     if c["check"] == "two GPU runs bitwise equal")["ok"]
@@ -458,7 +456,7 @@ def test_the_gpu_check_passes_on_this_gpu(tmp_path, compiled):
     neural-run stopped and resumed (throughput is timed by make gpu-check, not here)."""
     folder = _games_folder(tmp_path, compiled)
     cfg = _config(tmp_path)
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--games",
+    done = subprocess.run([*CHECK, "--games",
                            str(folder), "--config", str(cfg), "--out", str(tmp_path / "check"),
                            "--deadline", "300", "--configs", "24", "--no-throughput"],
                           capture_output=True, text=True)

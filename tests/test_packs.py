@@ -1,4 +1,5 @@
-"""Packs (neurd.packs): what a GPU allocation hands back is verified whole before anything is
+"""Packs (neurd.publication.packs): what a GPU allocation hands back is verified whole before
+anything is
 written, and only what the caller allows is extracted.  Each class of bad pack is refused with
 one message naming the file, and leaves the caller's folder exactly as it was: a missing middle
 part, a part of another pack, parts out of order (more than 100 included, where names sort as
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from neurd import packs
-from neurd.packs import PackError
+from neurd.publication import packs
+from neurd.publication.packs import PackError
 
 
 def _allowed(name: str) -> bool:

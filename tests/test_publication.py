@@ -20,7 +20,7 @@ from neurd import games, publication
 from neurd.figures import fig6
 from neurd.neural.results import CURVES_COLUMNS, POLICY_COLUMNS, SUMMARY_COLUMNS, summary_table
 from neurd.publication import BlockSource, PublicationError
-from neurd.published_commands import expected_snapshot, neural_defaults
+from neurd.publication.commands import expected_snapshot, neural_defaults
 from neurd.stats import best_entropies
 from neurd.tables import read_metadata, write_table
 
@@ -556,7 +556,7 @@ def test_a_block_folder_holding_another_blocks_tables_is_refused(tiny, grown):
 
 
 def test_a_pack_may_hold_only_block_files_of_configured_games():
-    from neurd.published_commands import pack_member_allowed
+    from neurd.publication.commands import pack_member_allowed
 
     allowed = pack_member_allowed({"games": ["kuhn", "leduc"]})
     assert allowed("neural/kuhn/blocks/learned_s0-39/curves.parquet")
@@ -590,7 +590,7 @@ def test_the_docs_state_what_the_paper_publication_holds():
 def test_kept_allocation_reports_name_no_machines_paths():
     """An allocation's report kept in bench/ (make publish-blocks) names files from the
     repository's root, never by the path of the machine it ran on."""
-    from neurd.published_commands import relative_paths
+    from neurd.publication.commands import relative_paths
 
     assert relative_paths('"log": "  File \\"/home/u/repo/results/paper/code/src/neurd/cli.py\\""'
                           ) == '"log": "  File \\"results/paper/code/src/neurd/cli.py\\""'

@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 import test_publication as shared
 
-from neurd import intake, publication
-from neurd.intake import BlockRefused
-from neurd.publication import BlockSource, PublicationError
-from neurd.published_commands import expected_snapshot, neural_defaults
+from neurd import publication
+from neurd.publication import BlockSource, PublicationError, intake
+from neurd.publication.commands import expected_snapshot, neural_defaults
+from neurd.publication.intake import BlockRefused
 from neurd.tables import InputFileError, read_metadata, write_table
 
 # the tiny config's blocks and a publication of two of them (test_publication's fixtures)
@@ -168,12 +168,13 @@ def test_another_configs_publication_in_the_folder_is_named_as_such(workflow):
 def test_a_refused_block_is_one_line_of_the_command_line(monkeypatch, caplog):
     """``neurd published-add`` reports a refused block as every refusal: one error line, exit
     status 2, no traceback."""
-    from neurd import cli, published_commands
+    from neurd import cli
+    from neurd.publication import commands
 
     def refuse(args):
         raise BlockRefused("pack: kuhn block learned_s0-0 does not reproduce here: ...")
 
-    monkeypatch.setattr(published_commands, "_add", refuse)
+    monkeypatch.setattr(commands, "_add", refuse)
     assert cli.main(["published-add", "workflow/config/smoke.yaml", "pack"]) == 2
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and "learned_s0-0 does not reproduce" in errors[0].getMessage()
@@ -231,8 +232,8 @@ def test_nothing_is_kept_from_a_refused_pack(tiny, grown, tmp_path, monkeypatch)
     its allocation's report not kept (it was, before the refusal, once)."""
     from types import SimpleNamespace
 
-    from neurd import packs
-    from neurd.published_commands import _add
+    from neurd.publication import packs
+    from neurd.publication.commands import _add
     from neurd.tables import config_hash
 
     forged = _forged(tiny, tmp_path, "curves", _halved)
@@ -241,7 +242,7 @@ def test_nothing_is_kept_from_a_refused_pack(tiny, grown, tmp_path, monkeypatch)
                 f"{block}/policies.parquet": forged.policies}, tmp_path / "pack", "blocks",
                extra={"config_hash": config_hash(tiny["cfg"]),
                       "allocation": {"kind": "cpu", "date": "2026-12-06"}})
-    monkeypatch.setattr("neurd.published_commands._config_and_folder",
+    monkeypatch.setattr("neurd.publication.commands._config_and_folder",
                         lambda args: (tiny["cfg"], grown, tmp_path / "work"))
     before, reports = _state(grown), tmp_path / "reports"
     with pytest.raises(BlockRefused, match="does not reproduce here"):

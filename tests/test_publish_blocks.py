@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from neurd import cli, published_commands
+from neurd import cli
+from neurd.publication import commands
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP = ["--keep-reports", "bench/gpu/allocations", "--keep-cpu-reports", "bench/cpu/allocations"]
@@ -106,7 +107,7 @@ def test_published_add_names_a_pack_that_is_none_before_reading_the_config(
     def unread(args):
         raise AssertionError("the config was read before the packs were found")
 
-    monkeypatch.setattr(published_commands, "_config_and_folder", unread)
+    monkeypatch.setattr(commands, "_config_and_folder", unread)
     with caplog.at_level(logging.INFO):
         assert cli.main(["published-add", "workflow/config/paper.yaml", given]) == 2
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]

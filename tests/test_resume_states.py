@@ -1,4 +1,5 @@
-"""Blocks in progress (neurd.resume_states): a seed block stopped at the end of one allocation
+"""Blocks in progress (neurd.publication.resume_states): a seed block stopped at the end of one
+allocation
 is published as its saved state and resumed by the next; the block run in three pieces, each
 published in between, equals the block run whole; a state that is truncated, of another config,
 game or seeds, or whose pieces do not add up to the cycles its curves measured, is refused
@@ -12,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neurd import cli, games, publication, resume_states
+from neurd import cli, games, publication
 from neurd.neural import checkpoint
-from neurd.publication import BlockSource, PublicationError
+from neurd.publication import BlockSource, PublicationError, resume_states
 
 BLOCK = "learned_s0-1"
 STOP = ["--stop-after-minutes", "0.0001"]  # stops two checkpoint rows into each piece
@@ -205,7 +206,7 @@ def test_a_state_with_nan_weights_is_refused(setup, state, tmp_path):
 
 
 def test_a_pack_may_hold_a_block_in_progress():
-    from neurd.published_commands import pack_member_allowed
+    from neurd.publication.commands import pack_member_allowed
 
     allowed = pack_member_allowed({"games": ["kuhn"]})
     base = "neural/kuhn/in-progress/learned_s0-39"

@@ -14,7 +14,7 @@ from neurd.comparison import DEFAULTS, neural_section
 from neurd.config import load_snapshot
 from neurd.neural import settings, train
 from neurd.neural.arguments import SPEC_KEYS
-from neurd.published_commands import expected_snapshot
+from neurd.publication.commands import expected_snapshot
 from neurd.tables import config_hash
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,20 +19,22 @@ import signal
 import sys
 import time
 
-from neurd import __version__, expected_time, published_commands, published_findings, readings_grid
+from neurd import __version__, expected_time, readings_grid
 from neurd.audit import gather, write_audit
 from neurd.config import ConfigError, load_snapshot
 from neurd.figures import style
 from neurd.games import GameError, GameFileError
-from neurd.intake import BlockRefused
-from neurd.packs import PackError
 from neurd.pipeline.neural_resources import checkpoint_minutes_default
 from neurd.pipeline.tabular import ReferenceMismatch
 from neurd.precision import float64
 from neurd.progress import progress_seconds
 from neurd.provenance import collect, write_html
 from neurd.publication import PublicationError
-from neurd.published_commands import check_configured
+from neurd.publication import commands as published_commands
+from neurd.publication import findings as published_findings
+from neurd.publication.commands import check_configured
+from neurd.publication.intake import BlockRefused
+from neurd.publication.packs import PackError
 from neurd.stages import STAGES, load_config, results_root
 from neurd.tables import InputFileError, read_table, write_json
 

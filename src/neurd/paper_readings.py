@@ -237,7 +237,7 @@ def run(work: Path, published: Path, minutes: float, iterations: int = PHASE_ITE
 
 def lowest_priority() -> None:
     """nice 19, the session's scheduling group at 19 too, and Linux's idle policy (see
-    ``bench/allocating/background.py``, whose CPU allocation runs so)."""
+    ``neurd.publication.allocation.background``, whose CPU allocation runs so)."""
     os.nice(19)
     try:
         with open("/proc/self/autogroup", "w") as group:

@@ -61,7 +61,7 @@ def jobs(cfg: Mapping) -> list[tuple[str, str, int]]:
 # A seed block is a job of its own size outside the Snakemake chunks: run seeds first..last
 # of one game and critic, every algorithm and entropy level, as ONE batch (one vmapped
 # program).  The paper-scale Fig 6 is computed in blocks sized to a short GPU allocation
-# (bench/gpu_allocation.py) and published a block at a time (neurd.publication).  A block's
+# (neurd.publication.allocation) and published a block at a time (neurd.publication).  A block's
 # numbers are fixed by the config, the game, the critic and its seeds; which batch a seed is
 # in moves float rounding only (as another device does), so a block records its batches.
 

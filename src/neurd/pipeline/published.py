@@ -13,7 +13,7 @@ This stage needs no other config file: it checks, when a config is validated, th
 configured folder is a publication (not missing, emptied or a file) and lists the figure.
 What reads a config file -- the check that the publication is the run of ``configfile`` as
 it is now, and the ``neurd`` commands that publish, check, reproduce and combine it -- is
-:mod:`neurd.published_commands`, above the stage registry.
+:mod:`neurd.publication.commands`, above the stage registry.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def check(cfg: Mapping) -> None:
 def inspect(cfg: Mapping, limits: Mapping) -> None:
     """A configured folder is a publication: there, not emptied, not a file, its files as its
     manifest lists them (:func:`neurd.publication.check`); whether it is the run of
-    ``configfile`` as it is now is :func:`neurd.published_commands.check_configured`'s."""
+    ``configfile`` as it is now is :func:`neurd.publication.commands.check_configured`'s."""
     if cfg.get("folder") is None:
         return
     try:

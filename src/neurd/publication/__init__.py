@@ -48,11 +48,23 @@ trusted for its hashes alone:
 
 The layout's names and the manifest are :mod:`~neurd.publication.manifest`'s;
 this package gathers the names its callers use.
+
+The package is the publication's whole machinery, each part a module of its own:
+:mod:`~neurd.publication.intake` (an incoming block's first cycles replayed, its phase-end
+NashConv recomputed), :mod:`~neurd.publication.resume_states` (blocks in progress),
+:mod:`~neurd.publication.packs` (files carried between machines, verified whole before use),
+:mod:`~neurd.publication.costs`, :mod:`~neurd.publication.gpu_schedule` and
+:mod:`~neurd.publication.cpu_schedule` (what a block costs, and which blocks a GPU's or a
+CPU's allocation runs), :mod:`~neurd.publication.allocation` (the allocations themselves:
+``python -m neurd.publication.allocation gpu|cpu``), :mod:`~neurd.publication.commands`
+(``neurd publish`` and ``neurd published-*``) and :mod:`~neurd.publication.findings` (a
+publication's Fig 6 claims written into docs/findings.md).  Its faces are those two command
+lines and the names below; the modules above this one's floor (the schedules, the
+allocations, the commands, the findings) are imported by their own names, never from here.
 """
 
 from __future__ import annotations
 
-from neurd.intake import AGREEMENT_CYCLES, AGREEMENT_NASH_CONV, PHASE_END_TOLERANCE
 from neurd.publication.content import (
     DERIVED_TOLERANCE,
     block_provenance,
@@ -62,6 +74,7 @@ from neurd.publication.content import (
     derived_tables,
     fig6_tables,
 )
+from neurd.publication.intake import AGREEMENT_CYCLES, AGREEMENT_NASH_CONV, PHASE_END_TOLERANCE
 from neurd.publication.integrity import check
 from neurd.publication.manifest import (
     BLOCK_FILES,

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from neurd import games as game_files
-from neurd import resume_states
 from neurd.neural.results import (
     CURVES_COLUMNS,
     CURVES_COLUMNS_WITHOUT_GROWTH,
@@ -33,6 +32,7 @@ from neurd.neural.results import (
     with_growth,
 )
 from neurd.neural.runs import PIECE_KEYS, main_critic, parse_block
+from neurd.publication import resume_states
 from neurd.publication.manifest import DERIVED, HEX16, PublicationError, block_folder, fail
 from neurd.stats import best_entropies
 from neurd.tables import canonical_json, read_metadata, read_table
@@ -337,7 +337,7 @@ def check_content(folder: str | os.PathLike, manifest: Mapping, cfg: Mapping,
 
 
 def check_state(cfg: Mapping, game: str, name: str, folder: Path, compiled) -> dict:
-    """:func:`neurd.resume_states.check`, refusing with :class:`PublicationError`."""
+    """:func:`neurd.publication.resume_states.check`, refusing with :class:`PublicationError`."""
     try:
         return resume_states.check(cfg, game, name, folder, compiled)
     except ValueError as error:

@@ -10,9 +10,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from neurd import resume_states
 from neurd.config import load_snapshot
 from neurd.neural.runs import check_block, critics, main_critic, parse_block
+from neurd.publication import resume_states
 from neurd.publication.manifest import (
     BLOCK_FILES,
     CONFIG,

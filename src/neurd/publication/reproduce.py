@@ -1,6 +1,6 @@
 """A publication's blocks computed again here (JAX): each block's first learning cycles,
 and the exact NashConv of the published policies at each phase end, beside the published
-values (the checks themselves are :mod:`neurd.intake`'s, also run on every incoming
+values (the checks themselves are :mod:`neurd.publication.intake`'s, also run on every incoming
 block).
 """
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from neurd import games as game_files
-from neurd import intake
-from neurd.intake import AGREEMENT_CYCLES
 from neurd.neural.runs import block_plan, parse_block
+from neurd.publication import intake
+from neurd.publication.intake import AGREEMENT_CYCLES
 from neurd.publication.integrity import check
 from neurd.publication.manifest import PublicationError, block_folder, published_games
-from neurd.resume_states import identity, state_folder
+from neurd.publication.resume_states import identity, state_folder
 from neurd.tables import read_table
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pandas as pd
 
 from neurd import games as game_files
-from neurd import intake, resume_states
 from neurd.config import load_snapshot
 from neurd.neural.results import POLICY_COLUMNS
 from neurd.neural.runs import block_name, jobs, main_critic, parse_block, seed_chunks
+from neurd.publication import intake, resume_states
 from neurd.publication.content import (
     block_provenance,
     check_content,
@@ -213,8 +213,8 @@ def add_blocks(folder: str | os.PathLike, cfg: Mapping, sources: Iterable[BlockS
     are kept), must add seeds not yet published for its critic (a block already there, byte
     for byte, is skipped), and the game's derived tables are made again over all its blocks.
     A finished block replaces its block in progress.  Each state is checked
-    (:func:`neurd.resume_states.check`) and replaces the state of the same block if it is
-    further along (an older one, or the state of a block already finished, is skipped).
+    (:func:`neurd.publication.resume_states.check`) and replaces the state of the same block if it
+    is further along (an older one, or the state of a block already finished, is skipped).
     """
     sources, states = list(sources), list(states)
     games_compiled = compiled_games(cfg, compiled, sorted({s.game for s in sources}

@@ -1,6 +1,6 @@
 """A background allocation's lifecycle: where its files are, its start (detached, at nice 19,
 from a frozen copy of the code), its status, its stop, and what it left to publish
-(``bench/cpu_allocation.py`` says what each does)."""
+(:mod:`.cpu_cli` says what each does)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import tarfile
 import time
 from pathlib import Path
 
-from allocating.places import ROOT
-from allocating.recovery import (  # noqa: F401  (re-exported: the commands' callers)
+from neurd.progress import progress_message
+from neurd.publication.allocation.places import PACKAGE, ROOT, SRC
+from neurd.publication.allocation.recovery import (  # noqa: F401  (re-exported: the commands' callers)
     jobs_of,
     left_unpacked,
     pack_left,
@@ -27,7 +28,7 @@ from allocating.recovery import (  # noqa: F401  (re-exported: the commands' cal
     unpacked_on_disk,
     writable,
 )
-from allocating.state import (  # noqa: F401  (re-exported)
+from neurd.publication.allocation.state import (  # noqa: F401  (re-exported)
     CODE,
     LOCK,
     Places,
@@ -40,6 +41,7 @@ from allocating.state import (  # noqa: F401  (re-exported)
     save_json,
     shown,
 )
+from neurd.revision import git_revision, source_hash
 
 
 def unpublished(out: Path, publication: Path) -> list[str]:
@@ -73,7 +75,6 @@ def unpublished(out: Path, publication: Path) -> list[str]:
 
 def last_progress(log: Path) -> str | None:
     """The last progress line a job wrote to its log."""
-    from neurd.progress import progress_message
 
     try:
         lines = log.read_text(errors="replace").splitlines()
@@ -94,7 +95,6 @@ def _frozen_code(places: Places, tree: bool = False) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout
 
-    from neurd.revision import git_revision, source_hash
 
     shutil.rmtree(places.code, ignore_errors=True)
     places.code.mkdir(parents=True)
@@ -118,7 +118,7 @@ def _frozen_code(places: Places, tree: bool = False) -> str:
                   "to " + ", ".join(f"{c}/" for c in CODE) + " are not in it", flush=True)
     save_json(places.code / "revision.json", {
         "commit": revision["commit"], "dirty": revision["dirty"],
-        "source_hash": source_hash(places.code / "src" / "neurd")})
+        "source_hash": source_hash(places.code / PACKAGE.relative_to(ROOT))})
     return str(revision["commit"])
 
 
@@ -206,15 +206,17 @@ def start(args, places: Places) -> int:
         commit = _frozen_code(places, args.code == "tree")
         now = time.time()
         ends = now + 60.0 * args.minutes
-        command = [sys.executable, str(places.code / "bench" / "cpu_allocation.py"), "run",
+        command = [sys.executable, "-m", "neurd.publication.allocation", "cpu", "run",
                    "--ends", f"{ends:.3f}", "--minutes", str(args.minutes),
                    "--checkpoint-minutes", str(args.checkpoint_minutes),
                    *[f"--{k}={getattr(places, k)}" for k in ("results", "publication", "work",
                                                              "out", "tables")]]
         with open(places.log, "w") as log:
+            # the copy's package, not this tree's: PYTHONPATH comes before any install of it
+            env = dict(os.environ, PYTHONPATH=str(places.code / SRC.relative_to(ROOT)))
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                       preexec_fn=_lowest_priority, cwd=places.code)
+                                       preexec_fn=_lowest_priority, cwd=places.code, env=env)
         record = {"pid": process.pid, "started": now, "ends": ends, "minutes": args.minutes,
                   "commit": commit, "log": str(places.log), "out": str(places.out)}
         save_json(places.lock, record)

@@ -11,21 +11,23 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from allocating.places import ROOT, SRC, environment
-from allocating.processes import last_error
-from allocating.report import Report
-
-if TYPE_CHECKING:
-    from neurd import allocation
+from neurd import games
+from neurd.neural.plan import checkpoint_grid
+from neurd.neural.runs import critics, parse_block
+from neurd.publication import gpu_schedule
+from neurd.publication.allocation.places import ROOT, SRC, environment
+from neurd.publication.allocation.processes import last_error
+from neurd.publication.allocation.report import Report
+from neurd.publication.costs import Bytes
+from neurd.publication.manifest import read_manifest
+from neurd.publication.resume_states import bytes_per_seed, state_folder, to_checkpoint
 
 EXIT_STOPPED = 75  # neurd neural-run stopped at its wall-time budget, its state saved
 
 
 def published_seeds(publication: Path) -> dict[str, list[int]]:
     """``{game: [run seed]}`` the publication holds (none where it has no manifest)."""
-    from neurd.publication.manifest import read_manifest
 
     manifest = read_manifest(publication) or {}
     return {g: list(e.get("seeds", [])) for g, e in manifest.get("games", {}).items()}
@@ -34,15 +36,10 @@ def published_seeds(publication: Path) -> dict[str, list[int]]:
 def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
     """The publication's blocks in progress (each with the share of its cycles done), and the
     bytes the paper-scale run may still add to the repository's history."""
-    from neurd import allocation
-    from neurd.neural.plan import checkpoint_grid
-    from neurd.neural.runs import parse_block
-    from neurd.publication.manifest import read_manifest
-    from neurd.resume_states import state_folder
 
     manifest = read_manifest(publication)
     if manifest is None:
-        return [], float(allocation.HISTORY_CAP)
+        return [], float(gpu_schedule.HISTORY_CAP)
     out = []
     for game, entry in manifest.get("games", {}).items():
         iterations = checkpoint_grid(int(cfg["phase_iterations"][game]), int(cfg["phases"]),
@@ -52,16 +49,13 @@ def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
         for name in entry.get("in_progress", []):
             meta = json.loads((publication / state_folder(game, name) / "meta.json").read_text())
             done = int(iterations[meta["next_row"] - 1]) / int(iterations[-1])
-            out.append(allocation.InProgress(game, *parse_block(name), done=done))
+            out.append(gpu_schedule.InProgress(game, *parse_block(name), done=done))
     used = manifest.get("history_bytes", manifest.get("bytes", 0))
-    return out, float(allocation.HISTORY_CAP - used)
+    return out, float(gpu_schedule.HISTORY_CAP - used)
 
 
 def repository_bytes(results: Path, cfg: dict):
     """Bytes per seed of a finished block and of a block-in-progress state, per game."""
-    from neurd import games
-    from neurd.costs import Bytes
-    from neurd.resume_states import bytes_per_seed
 
     sizes = {g: bytes_per_seed(cfg, g, games.load(results / f"neural/{g}/game.npz"))
              for g in cfg["games"]}
@@ -82,9 +76,6 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     one critic); ``keep_state``: a job that finishes keeps its state at its last row too
     (``state`` in the record), to be held in progress where another critic of its seeds does
     not finish."""
-    from neurd.allocation import MIN_PIECE_SECONDS, SAVE_SECONDS
-    from neurd.neural.runs import critics
-    from neurd.resume_states import state_folder, to_checkpoint
 
     work = results / "allocation" if work is None else work
     left = hard_deadline - time.monotonic()
@@ -94,8 +85,9 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     # fits; one that must finish (a seed is published with every critic at once), if all of it
     # does
     may_stop = len(critics(cfg, block.game)) == 1 if may_stop is None else may_stop
-    if (needs := block.predicted_seconds if not may_stop else min(
-            block.predicted_seconds, MIN_PIECE_SECONDS + SAVE_SECONDS + 60.0)) > left:
+    least = gpu_schedule.MIN_PIECE_SECONDS + gpu_schedule.SAVE_SECONDS + 60.0
+    if (needs := block.predicted_seconds if not may_stop
+            else min(block.predicted_seconds, least)) > left:
         record["status"] = f"not started: needs {needs:.0f} s, {left:.0f} s left"
         return record
     folder = work / f"neural/{block.game}/blocks/{block.name}"
@@ -112,7 +104,7 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
                "--checkpoint", str(state), "--variant", variant]
     command += ["--keep-state"] if keep_state else []
     if may_stop:
-        budget = hard_deadline - time.monotonic() - SAVE_SECONDS
+        budget = hard_deadline - time.monotonic() - gpu_schedule.SAVE_SECONDS
         command += ["--stop-after-minutes", f"{max(budget, 1.0) / 60:.4f}"]
     report.say(f"{record['block']}: started on slot {block.slot} (predicted "
                f"{block.predicted_seconds / 60:.1f} min, {left / 60:.1f} min left)")
@@ -144,15 +136,14 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     return dict(record, folder=folder if ok else None, state=state if paused or held else None)
 
 
-def run_jobs(report: Report, cfg: dict, step: allocation.Allocation, results: Path, platform: str,
+def run_jobs(report: Report, cfg: dict, step: gpu_schedule.Allocation, results: Path, platform: str,
              cache: Path, hard_deadline: float, publication: Path, variant: str = "default"
              ) -> tuple[list, list]:
-    """The plan's blocks, ``step.parallel`` at a time (one queue per slot); ``(finished,
+    """The allocation's blocks, ``step.parallel`` at a time (one queue per slot); ``(finished,
     stopped)``: the folders of the blocks that finished, and of the states of those stopped
     at the end of their slot (blocks in progress for the next allocation).  In a game of
     several critics each job keeps its state at the end, and a block whose seeds' other
     critics did not all finish is held in progress (:func:`whole_groups`)."""
-    from neurd.neural.runs import critics
 
     shutil.rmtree(results / "allocation/neural", ignore_errors=True)  # nothing earlier packed
     finished, stopped, held = [], [], {}
@@ -191,7 +182,6 @@ def whole_groups(cfg: dict, finished: list[Path], stopped: list[Path], held: dic
     """``(finished, stopped)`` with every finished block of a game of several critics whose
     seeds' blocks of the other critics did not all finish moved to ``stopped`` as the state it
     kept at its end (``held[folder]``; a seed is published with every critic at once)."""
-    from neurd.neural.runs import critics, parse_block
 
     done: dict[tuple, set] = {}
     for folder in finished:

@@ -5,8 +5,8 @@ repository's history.
 configurations with P jobs sharing the device, the checkpoint evaluation's and the start-up's
 seconds) and predicts a block's seconds from them (:meth:`Throughput.predict`); :class:`Bytes`
 is what a finished block and a block-in-progress state add to the repository per seed.  Both
-schedules of allocations price their blocks here: the GPU's (:mod:`neurd.allocation`) and the
-CPU's (:mod:`neurd.cpu_allocation`).
+schedules of allocations price their blocks here: the GPU's (:mod:`neurd.publication.gpu_schedule`)
+and the CPU's (:mod:`neurd.publication.cpu_schedule`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from allocating.report import Report
+from neurd.publication.allocation.report import Report
+from neurd.publication.packs import pack
+from neurd.publication.resume_states import state_files
+from neurd.tables import config_hash
 
 
 def pack_blocks(report: Report, cfg: dict, results: Path, finished: list[Path],
@@ -14,9 +17,6 @@ def pack_blocks(report: Report, cfg: dict, results: Path, finished: list[Path],
     """Pack the finished blocks' tables and the stopped blocks' states (with their logs), run in
     ``work`` (default ``results/allocation``), into ``blocks.json`` and its parts in the folder
     that comes back, with the report."""
-    from neurd.packs import pack
-    from neurd.resume_states import state_files
-    from neurd.tables import config_hash
 
     files = {}
     for folder, names in [(f, ("curves.parquet", "policies.parquet")) for f in finished] + [

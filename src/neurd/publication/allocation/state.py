@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 LOCK = "running.json"
-CODE = ("src", "bench", "workflow")  # what the copy of the code holds (the config's schemas)
+CODE = ("src", "workflow")  # what the copy of the code holds (the config's schemas)
+# what the command line of a CPU allocation's process holds (python -m ... cpu run)
+MARKER = "neurd.publication.allocation cpu"
 
 
 class Places:
@@ -37,7 +39,7 @@ def alive(pid: int) -> bool:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return True  # no /proc: a live process of that number is taken for it
-    return "cpu_allocation.py" in command
+    return MARKER in command
 
 
 class Unreadable(Exception):

@@ -5,10 +5,10 @@
     make cpu-allocation-stop            # stop it now: its block stopped with its state, packed
     make publish-blocks FROM=results/paper/cpu-allocation-out    # then commit
 
-The same as ``python bench/cpu_allocation.py start|status|stop``.  The CPU of a machine
+The same as ``python -m neurd.publication.allocation cpu start|status|stop``.  The CPU of a machine
 where the project is worked on sits mostly idle while code is read and written; this
 command puts it to work on the paper-scale run, seed block by seed block, as a GPU
-allocation (``bench/gpu_allocation.py``) does, and packs what it made the same way.
+allocation (:mod:`.gpu`) does, and packs what it made the same way.
 
 ``start`` checks the inputs (``make paper-inputs``), refuses when an allocation is running
 already (naming it) or when ``--out`` holds a pack not yet published, copies the source of
@@ -26,10 +26,11 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
    only where nothing else kept the CPU busy meanwhile, other processes or the hypervisor
    taking its time (steal): a measurement at nice 19 beside busy work would price every
    later block too high);
-2. **plans** (:func:`neurd.cpu_allocation.next_allocation`): the published blocks in progress
+2. **schedules** (:func:`neurd.publication.cpu_schedule.next_allocation`): the published blocks in
+   progress
    first, then Kuhn, Leduc and Goofspiel in that order, in blocks that finish in the time left, the
    last continuing in the next allocation if the repository has room for its state; after
-   each block it plans again, from the time left and the pace of the last block against its
+   each block it schedules again, from the time left and the pace of the last block against its
    prediction (the foreground work takes the CPU from a job at nice 19);
 3. **runs** each block (``neurd neural-run --seeds``), saving its state every
    :data:`CHECKPOINT_MINUTES` minutes, stopping it before the end with its state saved (or at
@@ -40,25 +41,18 @@ lowest priority (``nice 19``), logging to ``<work>/log.txt``.  ``run``, within `
 
 An allocation that ends without packing (killed, or the machine stopped under it) named in
 its report, after every job, what it had finished and the state of the job running; the next
-``start`` or ``stop`` packs it (``allocating.background.pack_left``: the jobs it left running
+``start`` or ``stop`` packs it (``neurd.publication.allocation.background.pack_left``: the jobs it
+left running
 killed first), as its own stop would have, and ``start`` then refuses until it is published.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from allocating.background import Places, start, status, stop  # noqa: E402  (bench/allocating)
-from allocating.cpu import CHECKPOINT_MINUTES, background  # noqa: E402
+from neurd.publication.allocation.background import Places, start, status, stop
+from neurd.publication.allocation.cpu import CHECKPOINT_MINUTES, background
+from neurd.publication.allocation.places import ROOT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,8 +97,3 @@ def main(argv=None) -> int:
     if args.mode == "stop":
         return stop(places)
     return background(args, places)
-
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,103 +1,27 @@
 """The throughput table: ms per learning cycle of every game at N configurations with 1, 2
 and 3 jobs sharing the device (and a ``--baseline`` tree's with one), timed by worker
-processes, what prices the plan first; the profile trace of a Leduc and a Goofspiel segment."""
+processes, what prices the schedule first; the profile trace of a Leduc and a Goofspiel segment."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
-from segment_timing import make_spec, time_segments  # bench/segment_timing.py
+from neurd.publication.allocation.places import SRC, TIMING, environment
+from neurd.publication.allocation.processes import run_all
+from neurd.publication.allocation.report import Report
+from neurd.publication.allocation.timing import SIZES
 
-from allocating.places import ENTRY, SRC, environment
-from allocating.processes import run_all
-from allocating.report import Report
-
-SIZES = (12, 60, 120, 240, 480)
 PARALLEL = (1, 2, 3)
-# The order in which the sizes are timed, and the sizes of the first round of timings: the plan
+# The order in which the sizes are timed, and the sizes of the first round of timings: the schedule
 # prices a block linearly between measured sizes, below the smallest at the smallest's time and
 # never above the largest, so N = 480 alone prices every block (high), and N = 12 prices the
 # one-seed blocks that put the paper's length first; the sizes in between sharpen the prices.
 SIZE_ORDER = (480, 12, 120, 240, 60)
 FIRST_SIZES = (480, 12)
-
-
-def worker(args) -> int:
-    """Time cells ``game:critic:N`` in order (``--sync``: wait for ``--parallel`` workers
-    before each, so that they share the GPU), or only compile them (``--compile-only``)."""
-    import jax
-    import numpy as np
-
-    from neurd import games
-    from neurd.neural import train
-    from neurd.neural.device import cpu_devices, job_devices, use_cores
-
-    critics_timed = {cell.split(":")[1] for cell in args.cells}
-    if os.environ.get("JAX_PLATFORMS") == "cpu" and len(critics_timed) == 1:
-        use_cores(job_devices(critics_timed.pop()))  # the CPU devices its jobs make
-    rows = []
-    out = Path(args.out)
-    save_rows(out, rows)
-    for cell in args.cells:
-        name, critic, n = cell.split(":")
-        compiled = games.load(Path(args.games) / name / "game.npz")
-        # this tree's own variants (a baseline tree has none)
-        spec = make_spec("float32", critic, args.variant)
-        count = (max(20, round(args.cycles_times_n / int(n))) if args.cycles_times_n
-                 else 40 if int(n) >= 240 else 100)
-        timed = time_segments(compiled, name, spec, int(n) // 12, count,
-                              0 if args.compile_only else 2,
-                              ready=None if not args.sync else partial(partners, args, cell),
-                              evaluation=args.evaluation)
-        if timed is None:
-            # a partner is gone (it failed): what this one times alone is not kept
-            print(f"{cell}: the other jobs did not come; stopped", flush=True)
-            return 0
-        row = {"game": name, "critic": critic, "configurations": int(n),
-               "parallel": args.parallel, "variant": args.variant,
-               "cpu_devices": cpu_devices(),
-               "first_segment_seconds": round(timed.setup_seconds + timed.first_seconds, 2)}
-        if not args.compile_only:
-            row["ms_per_cycle"] = round(1e3 * min(timed.seconds) / count, 4)
-            row["finite"] = timed.finite
-            if args.evaluation:
-                row["checkpoint_seconds"] = round(timed.checkpoint_seconds, 4)
-        rows.append(row)
-        save_rows(out, rows)
-        print(json.dumps(row), flush=True)
-        if (args.profile and name in ("leduc", "goofspiel") and critic == "learned"
-                and int(n) == max(SIZES)):
-            with jax.profiler.trace(str(Path(args.profile) / f"{name}-{n}")):
-                jax.block_until_ready(train.run_segment(spec, timed.game, timed.states,
-                                                        timed.keys, timed.etas, 500, 20,
-                                                        np.float32(1.0)))
-    return 0
-
-
-def save_rows(out: Path, rows: list[dict]) -> None:
-    """A worker's rows, rewritten after every cell: one stopped at a deadline keeps what it
-    timed."""
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(rows))
-    os.replace(tmp, out)
-
-
-def partners(args, cell: str) -> bool:
-    """Wait (at most ``--sync-seconds``) until the ``--parallel`` workers sharing the device
-    have all reached ``cell``; whether they did."""
-    ready = Path(args.sync) / cell
-    ready.mkdir(parents=True, exist_ok=True)
-    (ready / f"{args.slot}").touch()
-    wait_until = time.monotonic() + args.sync_seconds
-    while len(list(ready.iterdir())) < args.parallel and time.monotonic() < wait_until:
-        time.sleep(0.005)
-    return len(list(ready.iterdir())) >= args.parallel
 
 
 def given_variant(rows: list[dict]) -> str:
@@ -149,7 +73,7 @@ def workers(report: Report, what: str, cells: list[str], env: dict, parallel: in
     processes = []
     for slot in range(parallel):
         out = work / f"rows_{slot}.json"
-        command = [sys.executable, str(ENTRY), "worker", "--games",
+        command = [sys.executable, str(TIMING), "cells", "--games",
                    str(games or report.games_dir), "--out", str(out), "--parallel", str(parallel),
                    "--slot", str(slot), "--sync", str(sync), "--cells", *cells, *extra]
         processes.append((out, subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
@@ -199,8 +123,8 @@ def measure(report: Report, cells: list[str], seconds: float, cache: Path, platf
         for cell in cells:
             out = report.work / "measure" / f"compile_{code}_{cell.replace(':', '_')}.json"
             out.parent.mkdir(parents=True, exist_ok=True)
-            compiling.append((code, out, [sys.executable, str(ENTRY),
-                                          "worker", "--games", str(games), "--out",
+            compiling.append((code, out, [sys.executable, str(TIMING),
+                                          "cells", "--games", str(games), "--out",
                                           str(out), "--compile-only", "--cells", cell]
                               + (mine if code == "this" else []),
                               environment(platform, src, cache, variant)))

@@ -9,7 +9,7 @@ Above the stage registry (:mod:`neurd.stages`): these read whole config files.
 * ``neurd publish CONFIGFILE``: publish the finished Snakemake jobs of that config's run
   (each a seed block) into its ``published.folder`` (``--init``: an empty publication);
 * ``neurd published-add CONFIGFILE PACK...``: check packed seed blocks (from GPU
-  allocations, ``bench/gpu_allocation.py``) and add them;
+  allocations, ``python -m neurd.publication.allocation gpu``) and add them;
 * ``neurd published-derive CONFIGFILE``: make every game's derived tables again from its
   published blocks, after a change to what they hold;
 * ``neurd published-check FOLDER``: check a publication, its content included;
@@ -36,7 +36,6 @@ from neurd.configfile import read_config_file
 from neurd.names import game_title
 from neurd.neural.results import TABLES
 from neurd.neural.runs import parse_block
-from neurd.packs import unpack
 from neurd.pipeline.published import COMBINED
 from neurd.publication import (
     AGREEMENT_CYCLES,
@@ -56,7 +55,8 @@ from neurd.publication import (
     reproduce,
 )
 from neurd.publication import check as check_publication
-from neurd.resume_states import IN_PROGRESS, STATE_FILE, StateSource
+from neurd.publication.packs import unpack
+from neurd.publication.resume_states import IN_PROGRESS, STATE_FILE, StateSource
 from neurd.stages import (
     DEFAULT_CONFIG,
     STAGES,
@@ -430,7 +430,7 @@ def register(sub) -> None:
                    help="also save each pack's allocation report (check, throughput, plan, "
                         "jobs) as FOLDER/<pack>.json")
     p.add_argument("--keep-cpu-reports", default=None, metavar="FOLDER",
-                   help="where the reports of CPU allocations (bench/cpu_allocation.py) go "
+                   help="where the reports of CPU allocations (make cpu-allocation) go "
                         "instead (default: --keep-reports)")
     p.add_argument("--replace", action="store_true",
                    help="start the folder afresh when it holds another config's blocks")

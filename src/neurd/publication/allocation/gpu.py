@@ -1,5 +1,45 @@
-"""The allocation's steps in order (check, measure, plan, run, pack) and its command line
-(``bench/gpu_allocation.py``, whose docstring says what each step does)."""
+"""One short GPU allocation's work for the paper-scale Fig 6, in one command.
+
+    make gpu-allocation MINUTES=9.5 OUT=<folder that comes back>
+    PYTHONPATH=src python3 -m neurd.publication.allocation gpu --minutes 9.5 --out OUT
+
+GPU time comes as short allocations: one machine, about ten minutes of one
+command, nothing kept afterwards but the files the command writes (a few, of at
+most 16 MiB).  Within ``--minutes`` this command
+
+1. **checks** the device (at most ``--check-minutes``): three learning cycles of
+   every game and critic on the CPU and twice on the GPU, a process each, all at once --
+   every leaf finite, the
+   two GPU runs bitwise equal, CPU and GPU within the bound (:mod:`.device_check`'s
+   first part).  If the check fails, no job starts.
+2. **measures** (when no throughput table of this device is given, or
+   ``--measure always``; at most ``--measure-minutes``): ms per learning cycle
+   of each game at N = 12, 60, 120, 240, 480 configurations with 1, 2 and 3 jobs
+   sharing the GPU, the checkpoint evaluation and the start-up of a job; the same
+   for ``--baseline`` (an older ``src`` tree) with one job; a profile trace
+   (``jax.profiler``) of a short Leduc and Goofspiel segment.  Programs are
+   compiled once, in parallel, into a compilation cache the jobs then share.
+   What prices the schedule comes first: every game at N = 480 and 12 with 1, 2 and 3
+   jobs, then the other sizes, then the baseline; each round keeps the cells it
+   timed when the budget ends it, so a short budget still prices every block.
+3. **schedules** (:func:`neurd.publication.gpu_schedule.next_allocation`): the seed blocks that fit
+   what is left, the paper's length first (every game with a seed) then seeds, from the
+   measured (or given) throughput and the seeds the publication already has;
+   every block predicted to finish, none started that would not.
+4. **runs** them (``neurd neural-run --seeds``), several at once on the GPU as
+   planned, each killed only at the hard deadline (its block is then lost).
+5. **packs** the finished blocks (``blocks.json`` and ``blocks.tar.NNN``, every
+   part and file with its SHA-256), with this allocation's report in the index.
+
+Writes into ``--out``: ``allocation.json`` (the report, rewritten as it goes: device,
+check, throughput, the allocation's blocks, jobs, the schedule of the rest), ``blocks.json`` and
+its parts, and ``profile.tar.gz`` when a trace was taken.  Back on a CPU machine,
+``make publish-blocks FROM=<that folder>`` checks and publishes the blocks.
+
+Needs jax (CUDA), flax, optax, numpy, pandas, pyarrow; not Snakemake nor OpenSpiel:
+the config snapshot and the compiled games come with the working tree
+(``make gpu-allocation-inputs`` makes them).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +50,23 @@ import shutil
 import time
 from pathlib import Path
 
-import gpu_check  # bench/gpu_check.py
-
-from allocating.blocks import published_progress, published_seeds, repository_bytes, run_jobs
-from allocating.checks import check_device, check_variants
-from allocating.measurement import SIZES, given_variant, measure, worker
-from allocating.packs import pack_blocks, pack_profile
-from allocating.places import ROOT, SRC, environment
-from allocating.report import Report, table
+from neurd.publication import gpu_schedule
+from neurd.publication.allocation.blocks import (
+    published_progress,
+    published_seeds,
+    repository_bytes,
+    run_jobs,
+)
+from neurd.publication.allocation.checks import check_device, check_variants
+from neurd.publication.allocation.device_check import describe_device
+from neurd.publication.allocation.measurement import given_variant, measure
+from neurd.publication.allocation.packing import pack_blocks, pack_profile
+from neurd.publication.allocation.places import PACKAGE, ROOT, environment
+from neurd.publication.allocation.report import Report, table
+from neurd.publication.allocation.timing import SIZES
+from neurd.publication.costs import Throughput
+from neurd.revision import REVISION_FILE_VARIABLE, git_revision, source_hash
+from neurd.tables import config_hash
 
 DESCRIPTION = "One short GPU allocation's work for the paper-scale Fig 6, in one command."
 
@@ -27,21 +76,6 @@ def parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="mode")
     t = sub.add_parser("table", help="an allocation report's throughput as Markdown")
     t.add_argument("report", help="allocation.json, or a report kept in bench/gpu/allocations")
-    w = sub.add_parser("worker")
-    w.add_argument("--games", required=True)
-    w.add_argument("--cells", nargs="+", required=True)
-    w.add_argument("--out", required=True)
-    w.add_argument("--parallel", type=int, default=1)
-    w.add_argument("--slot", type=int, default=0)
-    w.add_argument("--sync", default=None)
-    w.add_argument("--sync-seconds", type=float, default=60.0)
-    w.add_argument("--compile-only", action="store_true")
-    w.add_argument("--evaluation", action="store_true")
-    w.add_argument("--profile", default=None)
-    w.add_argument("--variant", default="default", help="the cycle variant timed")
-    w.add_argument("--cycles-times-n", type=float, default=None,
-                   help="learning cycles per timed segment times N (at least 20 cycles; "
-                        "default: 100 cycles, 40 from N = 240)")
     parser.add_argument("--results", default="results/paper",
                         help="the scale's results folder: config/neural.json and "
                              "neural/<game>/game.npz (make gpu-allocation-inputs)")
@@ -95,9 +129,6 @@ def inputs(parser: argparse.ArgumentParser, args) -> tuple[Path, dict]:
 
 def start(args, results: Path, cfg: dict) -> tuple[Report, str]:
     """The report, its working folders and the device it describes; the device's kind."""
-    from neurd.revision import REVISION_FILE_VARIABLE, git_revision, source_hash
-    from neurd.tables import config_hash
-
     # only what comes back is written to --out (a few files); the rest works beside the jobs
     report = Report(Path(args.out), args.minutes, work=results / "allocation" / "work",
                     games_dir=results / "neural", cache=results / "allocation" / "jax-cache",
@@ -105,7 +136,7 @@ def start(args, results: Path, cfg: dict) -> tuple[Report, str]:
     shutil.rmtree(report.work, ignore_errors=True)
     report.work.mkdir(parents=True)
     report.cache.mkdir(parents=True, exist_ok=True)
-    info, smi = gpu_check.describe_device(environment(args.platform))
+    info, smi = describe_device(environment(args.platform))
     if (results / "revision.json").is_file():
         os.environ[REVISION_FILE_VARIABLE] = str((results / "revision.json").resolve())
     report.data.update({
@@ -113,13 +144,13 @@ def start(args, results: Path, cfg: dict) -> tuple[Report, str]:
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "revision": git_revision(ROOT), "config_hash": config_hash(cfg),
         # what a cycle runs: throughput measured under another code is measured again
-        "code_revision": source_hash(SRC / "neurd" / "neural", SRC / "neurd" / "tabular")})
+        "code_revision": source_hash(PACKAGE / "neural", PACKAGE / "tabular")})
     report.step("start", device=info.stdout.strip() or info.stderr[-300:])
     return report, info.stdout
 
 
 def throughput(args, report: Report, cfg: dict, kind: str) -> tuple[list[dict], str]:
-    """The throughput rows the plan prices blocks with and the cycle variant the jobs run:
+    """The throughput rows the schedule prices blocks with and the cycle variant the jobs run:
     the given reports' of this card and code, else measured here (variants first)."""
     rows = []
     for path in args.throughput:
@@ -150,27 +181,24 @@ def throughput(args, report: Report, cfg: dict, kind: str) -> tuple[list[dict], 
 def next_allocation(args, report: Report, cfg: dict, results: Path, rows: list[dict],
                     checked: float):
     """This allocation's blocks and the schedule for the rest, into the report (its
-    ``plan``)."""
-    from neurd import allocation
-    from neurd.costs import Throughput
-
+    ``allocation``)."""
     publication = Path(args.publication)
     published = published_seeds(publication)
     in_progress, history_left = published_progress(publication, cfg)
-    best = allocation.schedule(
+    best = gpu_schedule.schedule(
         cfg, published, Throughput(rows), report.left() - 60 * args.reserve_minutes,
         later_seconds=60 * (args.minutes - args.reserve_minutes) - checked - 30,
         in_progress=in_progress, bytes_=repository_bytes(results, cfg),
         history_left=history_left, max_parallel=args.max_parallel)
     step = best.allocations[0]
-    report.data["plan"] = step.to_json()
+    report.data["allocation"] = step.to_json()
     report.data["rest"] = {"allocations": len(best.allocations), "sizes": best.sizes,
                            "parallel": best.parallel, "first": best.first, "full": best.full,
                            "gpu_minutes": round(best.gpu_seconds / 60, 1),
                            "history_mib": round(best.history_bytes / 2**20, 1),
                            "history_left_mib": round(history_left / 2**20, 1),
-                           "words": allocation.describe(cfg, published, best)}
-    report.step("plan", blocks=[f"{b.game}/{b.name}@{b.slot}" for b in step.blocks],
+                           "words": gpu_schedule.describe(cfg, published, best)}
+    report.step("schedule", blocks=[f"{b.game}/{b.name}@{b.slot}" for b in step.blocks],
                 parallel=step.parallel, notes=step.notes)
     return step
 
@@ -178,8 +206,6 @@ def next_allocation(args, report: Report, cfg: dict, results: Path, rows: list[d
 def main(argv=None) -> int:
     command = parser()
     args = command.parse_args(argv)
-    if args.mode == "worker":
-        return worker(args)
     if args.mode == "table":
         print(table(json.loads(Path(args.report).read_text())), end="")
         return 0

@@ -6,7 +6,7 @@ seed blocks (:func:`neurd.neural.runs.block_plan`): the runs of seeds
 ``first..last`` of one game and critic as one batch.  A block that does not
 finish inside the allocation that starts it is stopped at a checkpoint row, its
 saved state comes back and is published as the game's **block in progress**
-(:mod:`neurd.resume_states`), and the next allocation resumes it first.  A
+(:mod:`neurd.publication.resume_states`), and the next allocation resumes it first.  A
 game run with several critics (the exact critic beside the learned one) is an
 exception: a seed is published with every critic at once, so its blocks are
 planned only where all of them finish in the allocation (a CPU allocation, which may be cut
@@ -26,8 +26,8 @@ then the fewest GPU seconds, then the fewest bytes).  :func:`next_allocation` is
 allocation; :func:`describe` says, per game, which allocation brings its first
 seed and its last.  A GPU takes the games in :data:`GPU_ORDER`, Goofspiel first.
 
-A block's seconds and bytes are priced in :mod:`neurd.costs`; one CPU allocation is planned
-in :mod:`neurd.cpu_allocation`, with this module's blocks.
+A block's seconds and bytes are priced in :mod:`neurd.publication.costs`; one CPU allocation is
+planned in :mod:`neurd.publication.cpu_schedule`, with this module's blocks.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from neurd.costs import Bytes, Throughput
 from neurd.neural.runs import configurations, critics, main_critic
+from neurd.publication.costs import Bytes, Throughput
 
 # a piece of a block that would compute less than this is not started (its start-up would
 # cost more than it computes); SAVE_SECONDS is kept at a slot's end for saving the state
@@ -48,7 +48,7 @@ HISTORY_CAP = 100 * 2**20
 # block sizes tried (seeds per block); the config's seeds and what is measured bound them
 BLOCK_SIZES = (1, 2, 4, 5, 8, 10, 20, 40)
 # the games' order on a GPU: Goofspiel, which takes a CPU days, first; Leduc and Kuhn, which a
-# CPU computes in the background (neurd.cpu_allocation, in the other order), after
+# CPU computes in the background (neurd.publication.cpu_schedule, in the other order), after
 GPU_ORDER = ("goofspiel", "leduc", "kuhn")
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from neurd.neural import variants
+from neurd.neural.environment import job_environment
+
+ROOT = Path(__file__).resolve().parents[4]
 SRC = ROOT / "src"
-BENCH = ROOT / "bench"
-ENTRY = BENCH / "gpu_allocation.py"  # the command line, also the timing workers' entry
+PACKAGE = Path(__file__).resolve().parents[2]  # this tree's package (src/neurd)
+HERE = Path(__file__).resolve().parent
+TIMING = HERE / "timing.py"  # the timing workers, started as this file (timing's docstring)
 
 
 def environment(platform: str, src: Path = SRC, cache: Path | None = None,
@@ -16,9 +20,6 @@ def environment(platform: str, src: Path = SRC, cache: Path | None = None,
     the tree ``src`` on JAX's ``platform``, the compilation ``cache`` shared, ``fraction`` of
     the GPU's memory preallocated where given, and ``variant``'s XLA flags (only for this
     tree: another tree has no variants)."""
-    from neurd.neural import variants
-    from neurd.neural.environment import job_environment
-
     chosen = None if src != SRC or variant == "default" else variants.parse(variant)
     return job_environment(platform, src, cache=cache, memory_fraction=fraction,
                            variant=chosen)

@@ -27,7 +27,7 @@ class Report:
         self.out, self.start, self.minutes = out, time.monotonic(), minutes
         self.work, self.games_dir, self.cache, self.profile = work, games_dir, cache, profile
         self.data = {"minutes": minutes, "steps": [], "check": [], "throughput": [],
-                     "jobs": [], "plan": None}
+                     "jobs": [], "allocation": None}
         self.lock = threading.Lock()
         out.mkdir(parents=True, exist_ok=True)
 

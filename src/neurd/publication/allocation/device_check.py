@@ -1,8 +1,9 @@
 """The first thing to run on a new GPU machine: is the neural stage correct, repeatable, fast there?
 
     make gpu-check      # compiles the games, runs this, then the tests marked gpu
-    python bench/gpu_check.py --games results/neural --config results/config/neural.json \
-        --out results/benchmarks/gpu-check --baseline OLD/src --extra
+    python -m neurd.publication.allocation.device_check --games results/neural \
+        --config results/config/neural.json --out results/benchmarks/gpu-check \
+        --baseline OLD/src --extra
 
 Each step runs in its own subprocess (XLA reads its flags when the backend
 starts), under the flag the neural jobs set (``--xla_gpu_deterministic_ops``):
@@ -19,11 +20,11 @@ starts), under the flag the neural jobs set (``--xla_gpu_deterministic_ops``):
    game), configuration-iterations per second of ``run_segment`` (checkpoint
    evaluation apart, timed separately), and the projected paper-scale GPU
    time; with ``--baseline SRC`` the same for another source tree (e.g. an
-   older revision) in the same call, on the same card.
+   older revision) in the same call, on the same card (:mod:`.timing`'s workers).
 
 Writes ``report.json`` and ``report.md`` to ``--out`` as it goes (a step that
 would overrun ``--deadline`` is skipped and says so) and exits non-zero if a
-check failed.  Needs jax (with CUDA), flax, optax, numpy; not OpenSpiel (the
+check failed.  Needs jax (with CUDA), flax, optax, numpy, pandas, pyarrow; not OpenSpiel (the
 games come compiled, ``neurd neural-game``).
 """
 
@@ -38,18 +39,19 @@ import time
 from functools import partial
 from pathlib import Path
 
-# bench/segment_timing.py, beside this script: the timing routine every worker shares
-from segment_timing import SRC, batch, make_spec, time_segments, worker_env
+import numpy as np
 
-from neurd.publication import AGREEMENT_NASH_CONV
+from neurd import games
+from neurd.precision import float64
+from neurd.publication.allocation.places import TIMING
+from neurd.publication.allocation.timing import SRC, batch, make_spec, worker_env
+from neurd.publication.intake import AGREEMENT_NASH_CONV
 
 GAMES = ("kuhn", "leduc", "goofspiel")
 EXACT = ("kuhn", "leduc")
 # CPU vs GPU after three cycles, float32 networks; the NashConv bound is the one a publication's
 # reproduction is held to (neurd.publication)
 AGREEMENT = {"table": 1e-3, "nash_conv": AGREEMENT_NASH_CONV}
-PAPER_CYCLES = 3 * 330_000 // 4  # policy updates of one paper-scale configuration
-PAPER_CHECKPOINTS = 3 * 71  # evaluations of one paper-scale job (3 phases x 71 points)
 
 
 # --- workers (one subprocess each) ----------------------------------------------------------
@@ -57,9 +59,7 @@ PAPER_CHECKPOINTS = 3 * 71  # evaluations of one paper-scale job (3 phases x 71 
 
 def worker_cycles(args) -> None:
     import jax
-    import numpy as np
 
-    from neurd import games
     from neurd.neural import train
 
     arrays = {"platform": np.array(jax.devices()[0].platform)}
@@ -77,57 +77,6 @@ def worker_cycles(args) -> None:
                 for i, leaf in enumerate(jax.tree_util.tree_leaves(out[a])):
                     arrays[f"{name}/{critic}/{a}/{i}"] = np.asarray(leaf)
     np.savez(args.out, **arrays)
-
-
-def worker_throughput(args) -> None:
-    import jax
-    import numpy as np
-
-    from neurd import games
-    from neurd.neural import train
-
-    rows = []
-    for name in args.game:
-        compiled = games.load(Path(args.games) / name / "game.npz")
-        spec = make_spec(args.precision)
-        timed = time_segments(compiled, name, spec, args.configs // 12, args.cycles,
-                              args.rounds, evaluation=args.measure)
-        if args.profile:  # one segment of two cycles between cudaProfilerStart and Stop (ncu)
-            runtime = _cudart()
-            runtime.cudaProfilerStart()
-            jax.block_until_ready(train.run_segment(spec, timed.game, timed.states, timed.keys,
-                                                    timed.etas, timed.next_cycle, 2,
-                                                    np.float32(1.0)))
-            runtime.cudaProfilerStop()
-        seconds = sorted(timed.seconds)[len(timed.seconds) // 2]
-        ms_cycle = 1e3 * seconds / args.cycles
-        row = {"game": name, "precision": getattr(spec, "precision", "default"),
-               "configurations": timed.configurations, "cycles": args.cycles,
-               "ms_per_cycle": round(ms_cycle, 4),
-               "configuration_iterations_per_second": round(
-                   timed.configurations * args.cycles * spec.critic_updates / seconds),
-               "compile_and_first_seconds": round(timed.first_seconds, 1),
-               "finite": timed.finite}
-        if args.measure:
-            row["checkpoint_seconds"] = round(timed.checkpoint_seconds, 4)
-        paper = PAPER_CYCLES * ms_cycle / 1e3 + PAPER_CHECKPOINTS * row.get(
-            "checkpoint_seconds", 0.0)
-        row["paper_scale_minutes"] = round(paper / 60.0, 2)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    Path(args.out).write_text(json.dumps(rows))
-
-
-def _cudart():
-    """The CUDA runtime library JAX loaded (for ``cudaProfilerStart``/``Stop``)."""
-    import ctypes
-    import glob
-
-    for folder in sys.path:
-        for path in sorted(glob.glob(os.path.join(folder, "nvidia", "**", "libcudart.so*"),
-                                     recursive=True)):
-            return ctypes.CDLL(path)
-    return ctypes.CDLL("libcudart.so")
 
 
 # --- the orchestrator -----------------------------------------------------------------------
@@ -204,16 +153,12 @@ def describe_device(env: dict) -> tuple[subprocess.CompletedProcess, str]:
 
 
 def compare_cycles(check: Check, cpu_file: Path, gpu_files: list[Path], games_dir: Path) -> None:
-    import numpy as np
 
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    sys.path.insert(0, str(SRC))
     import jax
     import jax.numpy as jnp
 
-    from neurd import games
     from neurd.neural.measurement import exact_policies, exact_setup
-    from neurd.precision import float64
     from neurd.tabular.evaluation import nash_conv
 
     cpu = np.load(cpu_file)
@@ -301,16 +246,6 @@ def _parser() -> argparse.ArgumentParser:
                    help="the cycle variant (neurd.neural.variants; its XLA flags come with the "
                         "environment)")
     p.add_argument("--out", required=True)
-    p = sub.add_parser("throughput")
-    p.add_argument("--games", required=True)
-    p.add_argument("--game", nargs="+", default=list(GAMES))
-    p.add_argument("--configs", type=int, default=480)
-    p.add_argument("--cycles", type=int, default=200)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--precision", default="float32")
-    p.add_argument("--measure", action="store_true")
-    p.add_argument("--profile", action="store_true", help="mark two cycles for ncu")
-    p.add_argument("--out", required=True)
     parser.add_argument("--games", default="results/neural",
                         help="folder of compiled games: <game>/game.npz")
     parser.add_argument("--config", default=None,
@@ -330,8 +265,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _me() -> list[str]:
-    """The command line that runs this script (its workers)."""
-    return [sys.executable, str(Path(__file__).resolve())]
+    """The command line that runs this module (its cycles workers: this tree's)."""
+    return [sys.executable, "-m", "neurd.publication.allocation.device_check"]
 
 
 def cycles(check: Check, args) -> None:
@@ -358,7 +293,8 @@ def throughput(check: Check, args, code: str, src: Path, precision: str, flag: b
     """Step 3 for one source tree, precision and flag: a throughput worker's rows, kept in
     the report."""
     file = check.out / f"throughput_{code}_{precision}_{int(flag)}.json"
-    command = _me() + ["throughput", "--games", str(Path(args.games)), "--precision", precision,
+    command = [sys.executable, str(TIMING), "throughput", "--games", str(Path(args.games)),
+               "--precision", precision,
                        "--configs", str(args.configs), "--out", str(file),
                        "--game", *args.game] + (["--measure"] if measure else [])
     done = check.run(f"throughput {code} {precision} flag={flag}", command,
@@ -374,8 +310,6 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.mode == "cycles":
         return worker_cycles(args) or 0
-    if args.mode == "throughput":
-        return worker_throughput(args) or 0
 
     check = Check(Path(args.out), args.deadline)
     info, smi = describe_device(worker_env(args.platform))

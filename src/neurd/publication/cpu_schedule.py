@@ -1,13 +1,14 @@
 """One CPU allocation's blocks: the paper-scale run computed in the background on a machine's
 CPU.
 
-A CPU computes the paper-scale Fig 6 (``bench/cpu_allocation.py``) while the project is worked
+A CPU computes the paper-scale Fig 6 (``make cpu-allocation``) while the project is worked
 on, one job at a time, the games in :data:`ORDER` (Kuhn, Leduc, Goofspiel: the cheapest
-first), priced on that processor's own measured throughput (:class:`neurd.costs.Throughput`).
+first), priced on that processor's own measured throughput
+(:class:`neurd.publication.costs.Throughput`).
 :func:`next_allocation` is the allocation's blocks: the published blocks in progress first,
 then each game's open seeds in blocks of :func:`block_size`, each planned only where it
 finishes in the time left; what is left at the end goes to a one-seed block that continues in
-the next allocation.  A GPU's allocations are planned in :mod:`neurd.allocation`.
+the next allocation.  A GPU's allocations are planned in :mod:`neurd.publication.gpu_schedule`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from neurd.allocation import (
+from neurd.neural.runs import critics
+from neurd.publication.costs import Bytes, Throughput
+from neurd.publication.gpu_schedule import (
     HISTORY_CAP,
     MIN_PIECE_SECONDS,
     SAVE_SECONDS,
@@ -27,8 +30,6 @@ from neurd.allocation import (
     open_seeds,
     seed_ranges,
 )
-from neurd.costs import Bytes, Throughput
-from neurd.neural.runs import critics
 
 # A CPU computes the paper-scale run in the background while the project is worked on, one
 # job at a time, breadth first (stages: the cheapest game whole, then the others in turn).
@@ -99,7 +100,7 @@ def next_allocation(cfg: Mapping, published: Mapping[str, Sequence[int]],
     still take beside every seed's finished block (``history_left``).  Every prediction is
     multiplied by ``slowdown`` (the allocation's measured pace against the table's).  A block
     in progress of a game of several critics comes with the other critics' blocks of its seeds
-    (:func:`neurd.allocation.in_progress_groups`)."""
+    (:func:`neurd.publication.gpu_schedule.in_progress_groups`)."""
     bytes_ = bytes_ or Bytes({}, {})
     games = [g for g in order if g in cfg["games"]] + [g for g in cfg["games"] if g not in order]
     # what the seeds not yet published will add once finished, kept out of the states' room

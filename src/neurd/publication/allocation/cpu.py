@@ -1,12 +1,13 @@
 """The background CPU allocation's run: this processor's throughput (measured once per
 processor and code, kept in ``bench/cpu``), the jobs' environment, and the blocks of
-the CPU plan, one at a time, each stopped with its state before the deadline, then packed."""
+the CPU's schedule, one at a time, each stopped with its state before the deadline, then packed."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,10 @@ import threading
 import time
 from pathlib import Path
 
-from allocating.background import (
+from neurd.neural.environment import job_environment
+from neurd.neural.runs import critics
+from neurd.provenance import cycle_variants
+from neurd.publication.allocation.background import (
     Places,
     Unreadable,
     clock,
@@ -24,10 +28,19 @@ from allocating.background import (
     save_json,
     unpacked_on_disk,
 )
-from allocating.blocks import published_progress, published_seeds, repository_bytes, run_block
-from allocating.packs import pack_blocks
-from allocating.places import ROOT, SRC
-from allocating.report import Report
+from neurd.publication.allocation.blocks import (
+    published_progress,
+    published_seeds,
+    repository_bytes,
+    run_block,
+)
+from neurd.publication.allocation.packing import pack_blocks
+from neurd.publication.allocation.places import PACKAGE, ROOT, SRC, TIMING
+from neurd.publication.allocation.report import Report
+from neurd.publication.costs import Throughput, cycles
+from neurd.publication.cpu_schedule import ORDER, next_allocation
+from neurd.publication.resume_states import state_folder
+from neurd.revision import source_hash
 
 SIZES = (12, 24, 60, 120)  # configurations timed: 1, 2, 5 and 10 seeds of the paper config
 # learning cycles per timed segment, times N: about a second or more of a CPU of today at
@@ -120,7 +133,6 @@ def others_share(busy_before: float | None, children_before: float, wall: float)
     and ``children_before`` (this process's waited-for children's CPU seconds), over ``wall``
     seconds: the machine's other processes and the hypervisor's steal, what took the CPU
     from a measurement."""
-    import resource
 
     now = busy_seconds()
     if busy_before is None or now is None or wall <= 0:
@@ -136,10 +148,7 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
     :data:`SIZES`, one program at a time (a worker per game and critic, Kuhn first, on the
     CPU devices its jobs make: :func:`neurd.neural.device.job_devices`); each row says how
     many cores other processes kept busy meanwhile (``others_cores``)."""
-    import resource
 
-    from neurd.cpu_allocation import ORDER
-    from neurd.neural.runs import critics
 
     rows = []
     folder = places.work / "measure"
@@ -148,7 +157,7 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
     for game, critic in [(g, c) for g in ORDER if g in cfg["games"] for c in critics(cfg, g)]:
         cells = [f"{game}:{critic}:{n}" for n in SIZES]
         out = folder / f"{game}-{critic}.json"
-        command = [sys.executable, str(ROOT / "bench" / "gpu_allocation.py"), "worker",
+        command = [sys.executable, str(TIMING), "cells",
                    "--games", str(places.results / "neural"), "--out", str(out),
                    "--evaluation", "--cycles-times-n",
                    str(CYCLES_TIMES_N.get(game, 1_200)), "--cells", *cells]
@@ -178,7 +187,6 @@ def job_env(places: Places, checkpoint_minutes: float = CHECKPOINT_MINUTES) -> d
     """The jobs' environment: this copy's source on the CPU, the state saved every
     ``checkpoint_minutes``, a compilation cache the jobs share, and the commit read from the
     copy's revision file (git is kept from finding the working tree around it)."""
-    from neurd.neural.environment import job_environment
 
     env = job_environment("cpu", SRC, cache=places.work / "jax-cache")
     env.update(NEURD_CHECKPOINT_MINUTES=str(checkpoint_minutes),
@@ -207,8 +215,8 @@ class Background:
 
     def begin(self, block) -> None:
         """The job of ``block`` starts: the report names it, and where its tables and its state
-        go (what :func:`allocating.background.pack_left` packs if the allocation ends here)."""
-        from neurd.resume_states import state_folder
+        go (what :func:`neurd.publication.allocation.background.pack_left` packs if the allocation
+        ends here)."""
 
         folder = self.places.run / f"neural/{block.game}/blocks/{block.name}"
         self.current = (f"{block.game}/{block.name}", folder / "run.log")
@@ -253,17 +261,15 @@ class Background:
 
 def _throughput(bg: Background, cfg: dict, env: dict) -> list[dict]:
     """The rows that price the blocks: kept for this processor and code, else measured."""
-    from neurd.revision import source_hash
 
     places, report = bg.places, bg.report
     cpu = processor()
-    code = source_hash(SRC / "neurd" / "neural", SRC / "neurd" / "tabular")
+    code = source_hash(PACKAGE / "neural", PACKAGE / "tabular")
     report.data.update(processor=cpu, code_revision=code)
     rows = known_rows(places.tables, cpu, code)
     report.step("throughput", kept=len(rows), file=str(table_path(places.tables, cpu)))
     if not rows:
         rows = measure(report, places, cfg, env, bg.deadline, bg.stop)
-        from neurd.provenance import cycle_variants
 
         stamp = {"revision_code": code, "jax": cpu["jax"], "date": time.strftime(
             "%Y-%m-%d", time.gmtime()), "load_average": list(os.getloadavg())}
@@ -284,7 +290,7 @@ def _throughput(bg: Background, cfg: dict, env: dict) -> list[dict]:
 
 
 def _state(bg: Background, cfg: dict, done: dict[str, list[int]], history: float):
-    """The plan's inputs now: the seeds published or finished here, the blocks in progress
+    """The schedule's inputs now: the seeds published or finished here, the blocks in progress
     not resumed yet, the repository room left."""
     published = published_seeds(bg.places.publication)
     in_progress, history_left = published_progress(bg.places.publication, cfg)
@@ -295,18 +301,16 @@ def _state(bg: Background, cfg: dict, done: dict[str, list[int]], history: float
 
 
 def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
-    """Plan, run the first block (every critic of its seeds), plan again, until the time is up
-    or a block stops; the pace of each finished block against its prediction scales the next
+    """Schedule, run the first block (every critic of its seeds), schedule again, until the time is
+    up or a block stops; the pace of each finished block against its prediction scales the next
     predictions (within :data:`PACE_BOUNDS` of the table's).  Every job may be stopped with its
     state; in a game of several critics each keeps its state at the end too, and where one
     critic's block of the seeds does not finish, the blocks that did are held in progress at
     their last row beside it (a seed is published with every critic), for the next allocation
     to complete first.  After every job the report names the finished blocks, the states kept
-    and the job running with its folders: what :func:`allocating.background.pack_left` packs
+    and the job running with its folders: what
+    :func:`neurd.publication.allocation.background.pack_left` packs
     where the allocation ends without packing."""
-    from neurd.costs import Throughput
-    from neurd.cpu_allocation import next_allocation
-    from neurd.neural.runs import critics
 
     throughput, sizes = Throughput(rows), repository_bytes(bg.places.results, cfg)
     done: dict[str, list[int]] = {}
@@ -315,14 +319,14 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
         seeds, in_progress, room = _state(bg, cfg, done, history)
         step = next_allocation(cfg, seeds, throughput, bg.left(), in_progress, sizes, room,
                                slowdown)
-        bg.report.data["plan"] = step.to_json()
+        bg.report.data["allocation"] = step.to_json()
         if not step.blocks:
-            bg.report.step("plan", blocks=[], notes=step.notes)
+            bg.report.step("schedule", blocks=[], notes=step.notes)
             return
         first = step.blocks[0]
         group = [b for b in step.blocks if (b.game, b.first, b.last) == (
             first.game, first.first, first.last)]
-        bg.report.step("plan", next=[f"{b.game}/{b.name}" for b in group], slowdown=round(
+        bg.report.step("schedule", next=[f"{b.game}/{b.name}" for b in group], slowdown=round(
             slowdown, 2), planned=[f"{b.game}/{b.name}" for b in step.blocks], notes=step.notes)
         records = []
         for block in group:
@@ -353,18 +357,17 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
         states = [r.get("state") for r in records if r.get("state")]
         bg.stopped += states
         bg.report.data["stopped"] = [str(s) for s in bg.stopped]
-        return  # a block stopped (the time is up), was lost or failed: nothing more to plan
+        return  # a block stopped (the time is up), was lost or failed: nothing more to schedule
 
 
 def alloc_cycles(cfg: dict, game: str, done_before: float) -> int:
     """Learning cycles a job that finished did here (what a resumed one had done excluded)."""
-    from neurd.costs import cycles
 
     return int(round((1.0 - done_before) * cycles(cfg, game)))
 
 
 def background(args, places: Places) -> int:
-    """The detached process: price, plan, run, pack (see the module)."""
+    """The detached process: price, schedule, run, pack (see the module)."""
     left = unpacked_on_disk(places)
     if left:  # start refused it; a run started by hand is refused here, deleting nothing
         print(f"{places.run} holds {', '.join(left)}, which no pack holds: stop packs them",

@@ -7,26 +7,28 @@ import json
 import sys
 from pathlib import Path
 
-import gpu_check  # bench/gpu_check.py: the check's workers and comparison
+import numpy as np
 
-from allocating.measurement import SIZES
-from allocating.places import BENCH, ENTRY, SRC, environment
-from allocating.processes import run_all
-from allocating.report import Report
+from neurd.neural import variants
+from neurd.publication.allocation import device_check
+from neurd.publication.allocation.places import SRC, TIMING, environment
+from neurd.publication.allocation.processes import run_all
+from neurd.publication.allocation.report import Report
+from neurd.publication.allocation.timing import SIZES
+
+CYCLES = [sys.executable, "-m", "neurd.publication.allocation.device_check", "cycles"]
 
 
 def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
                  games: list[str]) -> bool:
-    """gpu_check's cycles, a process per game and device, on the CPU and twice on the
+    """The device check's cycles, a process per game and device, on the CPU and twice on the
     device, all at once; compared here."""
-    import numpy as np
 
     work = report.work / "check"
     work.mkdir(exist_ok=True)
     runs = [(where, game, critic) for where in ("cpu", "a", "b") for game in games
-            for critic in (("learned", "exact") if game in gpu_check.EXACT else ("learned",))]
-    jobs = [([sys.executable, str(BENCH / "gpu_check.py"), "cycles", "--games",
-              str(games_dir), "--game", game, "--critic", critic, "--out",
+            for critic in (("learned", "exact") if game in device_check.EXACT else ("learned",))]
+    jobs = [([*CYCLES, "--games", str(games_dir), "--game", game, "--critic", critic, "--out",
               str(work / f"{where}_{game}_{critic}.npz")],
              environment("cpu" if where == "cpu" else platform)) for where, game, critic in runs]
     for (where, game, critic), done in zip(runs, run_all(jobs, seconds, limit=16)):
@@ -46,7 +48,7 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
         np.savez(merged[where], **arrays)
 
     checks = Checks()
-    gpu_check.compare_cycles(checks, merged["cpu"], [merged["a"], merged["b"]], games_dir)
+    device_check.compare_cycles(checks, merged["cpu"], [merged["a"], merged["b"]], games_dir)
     report.data["check"] += checks.rows
     for row in checks.rows:
         report.say(f"[{'ok' if row['ok'] else 'FAIL'}] {row['check']}")
@@ -55,7 +57,7 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
 
 
 class Checks:
-    """What :func:`gpu_check.compare_cycles` finds, as rows (its ``check(name, ok,
+    """What :func:`device_check.compare_cycles` finds, as rows (its ``check(name, ok,
     measured)``)."""
 
     def __init__(self):
@@ -75,23 +77,20 @@ def check_variants(report: Report, games: list[str], platform: str, cache: Path,
     on the device, against the device check's CPU run) and timed at N = 480; the one with the
     least summed ms per cycle among those that passed for every game (the default where none
     did better, or no time was left)."""
-    from neurd.neural import variants
-
     work = report.work / "variants"
     work.mkdir(parents=True, exist_ok=True)
     candidates = variants.candidates(gpu=platform != "cpu")
     jobs, what = [], []
     for variant in candidates:
         env = environment(platform, SRC, cache, variant.name)
-        jobs.append(([sys.executable, str(ENTRY), "worker", "--games",
+        jobs.append(([sys.executable, str(TIMING), "cells", "--games",
                       str(report.games_dir), "--out", str(work / f"time_{variant.name}.json"),
                       "--variant", variant.name, "--cells",
                       *[f"{g}:learned:{max(SIZES)}" for g in games]], env))
         what.append(None)
         for game in games:
             for where in ("a", "b"):
-                jobs.append(([sys.executable, str(BENCH / "gpu_check.py"), "cycles",
-                              "--games", str(report.games_dir), "--game", game, "--critic",
+                jobs.append(([*CYCLES, "--games", str(report.games_dir), "--game", game, "--critic",
                               "learned", "--variant", variant.name, "--out",
                               str(work / f"{variant.name}_{where}_{game}.npz")], env))
                 what.append((variant.name, game, where))
@@ -103,7 +102,7 @@ def check_variants(report: Report, games: list[str], platform: str, cache: Path,
         ok = all(d is not None and d.returncode == 0 for d in runs.values())
         for game in games if ok else []:
             checks = Checks()
-            gpu_check.compare_cycles(
+            device_check.compare_cycles(
                 checks, report.work / "check" / f"cpu_{game}_learned.npz",
                 [work / f"{name}_{w}_{game}.npz" for w in ("a", "b")], report.games_dir)
             ok = ok and checks.ok()
