@@ -516,8 +516,8 @@ def test_a_block_stopped_by_one_allocation_is_published_and_finished_by_the_next
     assert len(read_metadata(finished[0] / "curves.parquet")["pieces"]) == 2
 
 
-def test_the_docs_state_the_plan_for_the_rest():
-    """docs/paper-scale.md's bytes per seed and plan for the rest are what the code gives for
+def test_the_docs_state_the_schedule_of_the_rest():
+    """docs/paper-scale.md's bytes per seed and schedule of the rest are what the code gives for
     the paper config and the H200 table in bench/gpu."""
     import re
 

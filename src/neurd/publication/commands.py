@@ -427,7 +427,7 @@ def register(sub) -> None:
                    help="a pack: its blocks.json, a folder holding it, or a folder of such "
                         "folders")
     p.add_argument("--keep-reports", default=None, metavar="FOLDER",
-                   help="also save each pack's allocation report (check, throughput, plan, "
+                   help="also save each pack's allocation report (check, throughput, its blocks, "
                         "jobs) as FOLDER/<pack>.json")
     p.add_argument("--keep-cpu-reports", default=None, metavar="FOLDER",
                    help="where the reports of CPU allocations (make cpu-allocation) go "
