@@ -50,11 +50,11 @@ and each repeats bit for bit on the same machine.
   built-in one) a state of weight 0 adds nothing to the loss nor to its gradient, so
   the others add exact zeros to the gradient (a run naming another algorithm passes
   over every state).
-  The cycle's first pass (the policy table the batches sample from) still covers
+  The cycle's first pass (the policy table the episodes are sampled from) still covers
   every state.  The visited states are at most, at each depth of an episode, the
-  states there or the batch's episodes, whichever is fewer
+  states there or the update's episodes, whichever is fewer
   (:func:`neurd.neural.visited.visited_capacity`, a static size): for Goofspiel's
-  2124 information states and a batch of 256 episodes 800, for Leduc 922 of 936,
+  2124 information states and an update of 256 episodes 800, for Leduc 922 of 936,
   for Kuhn all 12.  Only a game where every information state lies at one depth
   has that bound (``NeuralGame.depth_index``); elsewhere the layout is refused.
 * ``vmap_visited``: ``vmap_used``, step 2's passes over the visited states only
