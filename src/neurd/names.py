@@ -51,7 +51,7 @@ def check_name(name: str, allowed, what: str) -> str:
 
 # --- the readings study ---------------------------------------------------------
 
-DEFAULT_READING = "default"  # the study's own reading; every other is a variant of it
+DEFAULT_READING = "default"  # the study's own reading; every other is one change from it
 # what the `reading` column of the study's tables holds (its grid's, collapse's and logits')
 READING_COLUMN = ("the reading: 'default' (the pipeline's) or a variant of config "
                   "readings.variants, one change from it")

@@ -90,7 +90,7 @@ def check(cfg: Mapping) -> None:
     """Cross-field checks of the ``readings`` section."""
     require(DEFAULT_READING not in cfg["variants"], f"readings.variants.{DEFAULT_READING}",
             f"'{DEFAULT_READING}' is the study's own reading (readings.neural); name the "
-            "variant otherwise")
+            "other reading otherwise")
     for name, changes in cfg["variants"].items():
         require(bool(changes), f"readings.variants.{name}",
                 "changes nothing: a reading names the neural keys it changes")
