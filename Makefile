@@ -155,7 +155,8 @@ gpu-allocation:
 
 # Back here: check the packed blocks in FROM (folders holding blocks.json; by default the
 # GPU's OUT and the CPU's CPU_OUT, those that hold a pack) and add them to published/paper,
-# the README's sentence on its seeds and the findings' section on them; each allocation's
+# the README's sentence on its seeds, the findings' section on them and the paper-scale page's
+# cost of the rest (per game and processor measured in bench/cpu); each allocation's
 # report is kept in bench/gpu/allocations/ (a GPU's) or bench/cpu/allocations/ (a CPU's).
 # Commit them.  With no pack there (or FROM given empty) it says in one line where it looked,
 # before anything runs (published-add would only be told of no PACK at all).
@@ -168,6 +169,7 @@ publish-blocks: $(STAMP)
 	  --keep-reports bench/gpu/allocations --keep-cpu-reports bench/cpu/allocations
 	$(BIN)/neurd published-readme published/paper
 	$(BIN)/neurd published-findings published/paper
+	$(BIN)/neurd published-costs published/paper
 
 # The first thing to run on a GPU machine (its .venv with JAX for CUDA: pip install -e ".[cuda]"):
 # the neural stage there is finite, bitwise repeatable, close to the CPU, runs end to end

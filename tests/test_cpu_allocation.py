@@ -49,6 +49,35 @@ def _plan(seconds, published=None, **keywords):
                            seconds, bytes_=keywords.pop("bytes_", BYTES), **keywords)
 
 
+
+def test_the_cost_of_the_rest_is_priced_as_the_schedule_prices_it():
+    """Per game and processor measured, the seeds left cost what the CPU schedule's blocks
+    predict, with the rows of the code the file measured last; a game a processor did not
+    measure is left out there, and a processor is said to have computed a game only where the
+    game's published blocks name it."""
+    old = [dict(r, revision_code="old", ms_per_cycle=100 * r["ms_per_cycle"]) for r in _rows()]
+    new = [dict(r, revision_code="new") for r in _rows()]
+    slow = [dict(r, revision_code="x") for r in _rows(scale=3.0) if r["game"] == "leduc"]
+    tables = [{"name": "fast.json", "processor": "Fast", "isa": "AVX2", "rows": old + new},
+              {"name": "slow.json", "processor": "Slow", "isa": "AMX", "rows": slow}]
+    published = {"kuhn": list(range(40)), "leduc": list(range(7))}
+    costs = cpu_schedule.seed_costs(PAPER, published, {"leduc": ["Slow, AMX", "GPU x"]}, tables)
+    found = {(c.game, c.processor): c for c in costs}
+    assert set(found) == {("kuhn", "Fast, AVX2"), ("leduc", "Fast, AVX2"),
+                          ("goofspiel", "Fast, AVX2"), ("leduc", "Slow, AMX")}
+    throughput = Throughput(new)
+    for (game, name), cost in found.items():
+        rows = throughput if name == "Fast, AVX2" else Throughput(slow)
+        left = 40 - len(published.get(game, []))
+        assert cost.seeds_left == left and cost.computed == (name == "Slow, AMX")
+        assert cost.block == block_size(PAPER, rows, game, left or 40, 150 * 60.0)
+        assert cost.seconds_per_seed == pytest.approx(
+            block_seconds(PAPER, rows, game, cost.block) / cost.block)
+        assert cost.hours_left == pytest.approx(left * cost.seconds_per_seed / 3600)
+    assert found["kuhn", "Fast, AVX2"].hours_left == 0 < found["kuhn", "Fast, AVX2"].block
+    assert found["leduc", "Slow, AMX"].seconds_per_seed > found["leduc", "Fast, AVX2"
+                                                                ].seconds_per_seed
+
 @pytest.mark.parametrize("minutes", [3, 9, 30, 150, 600, 3000])
 @pytest.mark.parametrize("slowdown", [1.0, 2.5])
 def test_the_cpu_plan_never_schedules_past_the_deadline(minutes, slowdown):

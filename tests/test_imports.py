@@ -64,7 +64,8 @@ LAYERS = [
     # background runner, its table and figure), the allocations that compute a publication's
     # blocks, the command line
     ["neurd.provenance", "neurd.publication.commands", "neurd.readings_grid",
-     "neurd.publication.findings", "neurd.expected_time", "neurd.paper_readings",
+     "neurd.publication.findings", "neurd.publication.costs_page",
+     "neurd.expected_time", "neurd.paper_readings",
      "neurd.paper_readings_report", "neurd.publication.allocation",
      "neurd.publication.allocation.*", "neurd.cli"],
 ]

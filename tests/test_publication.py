@@ -576,7 +576,8 @@ def test_the_docs_state_what_the_paper_publication_holds():
 
     manifest, cfg = publication.check(ROOT / "published/paper")
     text = (ROOT / "docs/paper-scale.md").read_text()
-    rows = dict(re.findall(r"^\| (Kuhn|Leduc|Goofspiel) \| (.+) \|$", text, flags=re.M))
+    rows = dict(re.findall(r"^\| (Kuhn|Leduc|Goofspiel) \| (\d+ of \d+ \|.+) \|$", text,
+                           flags=re.M))  # the table of seeds (not the one of costs below it)
     assert set(rows) == {"Kuhn", "Leduc", "Goofspiel"}
     for game in cfg["games"]:
         entry = manifest["games"].get(game, {"seeds": [], "blocks": []})
@@ -585,6 +586,18 @@ def test_the_docs_state_what_the_paper_publication_holds():
         assert int(blocks) == len(entry["blocks"]), game
         assert float(hours) == pytest.approx(entry.get("cpu_hours", 0), abs=0.005), game
         assert float(minutes) == pytest.approx(entry.get("gpu_minutes", 0), abs=0.05), game
+
+
+def test_the_docs_state_what_the_rest_costs_on_each_processor_measured(monkeypatch):
+    """docs/paper-scale.md's cost of the rest is what `neurd published-costs` writes from the
+    publication and the throughput files in bench/cpu (make publish-blocks writes it)."""
+    from neurd.publication import costs_page
+
+    monkeypatch.chdir(ROOT)  # as make runs it: the folders named from the repository's root
+    text = (ROOT / "docs/paper-scale.md").read_text()
+    span = costs_page.page_part(text, "published/paper")
+    assert span is not None
+    assert text[span[0]:span[1]].strip() == costs_page.section("published/paper", "bench/cpu")
 
 
 def test_kept_allocation_reports_name_no_machines_paths():

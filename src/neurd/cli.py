@@ -29,7 +29,7 @@ from neurd.pipeline.tabular import ReferenceMismatch
 from neurd.precision import float64
 from neurd.progress import progress_seconds
 from neurd.provenance import collect, write_html
-from neurd.publication import PublicationError
+from neurd.publication import PublicationError, costs_page
 from neurd.publication import commands as published_commands
 from neurd.publication import findings as published_findings
 from neurd.publication.commands import check_configured
@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     readings_grid.register(sub)
     published_commands.register(sub)
     published_findings.register(sub)
+    costs_page.register(sub)
     expected_time.register(sub)
 
     p = sub.add_parser("figure", help="draw a paper figure and write its claims audit")

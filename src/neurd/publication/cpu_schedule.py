@@ -200,3 +200,58 @@ class _Filler:
                 self.place(game, critic, first, first + fits[0] - 1, one)
                 self.left -= one
             k += fits[0]
+
+
+# --- what the rest costs on each processor measured -------------------------------------------
+
+ALLOCATION_MINUTES = 150.0  # make cpu-allocation's default length: the block sizes it chooses
+
+
+@dataclass(frozen=True)
+class SeedCost:
+    """What a game's seeds left cost on one processor: the seconds of a seed in the blocks a
+    CPU allocation of :data:`ALLOCATION_MINUTES` would run there (of every seed, where none is
+    left), as the schedule prices them
+    (its safety factor, :data:`neurd.publication.costs.SAFETY`, included), and the CPU hours
+    of every seed left at that pace."""
+
+    game: str
+    processor: str  # "<model>, <instruction set>", as a block's provenance names it
+    table: str  # its throughput file in bench/cpu
+    seeds_left: int
+    block: int  # seeds per block
+    seconds_per_seed: float
+    computed: bool  # whether this processor computed any of the game's published seeds
+
+    @property
+    def hours_left(self) -> float:
+        return self.seeds_left * self.seconds_per_seed / 3600.0
+
+
+def seed_costs(cfg: Mapping, published: Mapping[str, Sequence[int]],
+               devices: Mapping[str, Sequence[str]], tables: Sequence[Mapping]
+               ) -> list[SeedCost]:
+    """Per game of ``cfg`` and processor of ``tables`` (each a throughput file's content, with
+    its ``name``: ``processor``, ``isa``, ``rows``) measured on that game: the cost of its
+    seeds left (``cfg``'s seeds less ``published``'s), priced with the rows of the code
+    revision the file kept last (its newest measurement); ``devices``: each game's
+    processors, as its published blocks name them."""
+    out = []
+    for kept in tables:
+        rows = list(kept.get("rows", []))
+        if not rows:
+            continue
+        newest = rows[-1].get("revision_code")
+        throughput = Throughput([r for r in rows if r.get("revision_code") == newest])
+        name = f"{kept['processor']}, {kept['isa']}"
+        for game in cfg["games"]:
+            left = int(cfg["seeds"]) - len(set(published.get(game, ())))
+            # a game whose seeds are all published: what a seed cost, as if none were
+            size = block_size(cfg, throughput, game, left or int(cfg["seeds"]),
+                              60.0 * ALLOCATION_MINUTES)
+            if size is None:
+                continue
+            seconds = block_seconds(cfg, throughput, game, size) / size
+            out.append(SeedCost(game, name, str(kept["name"]), left, size, seconds,
+                                name in devices.get(game, ())))
+    return out
