@@ -75,7 +75,6 @@ def unpublished(out: Path, publication: Path) -> list[str]:
 
 def last_progress(log: Path) -> str | None:
     """The last progress line a job wrote to its log."""
-
     try:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
@@ -94,7 +93,6 @@ def _frozen_code(places: Places, tree: bool = False) -> str:
     def git(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout
-
 
     shutil.rmtree(places.code, ignore_errors=True)
     places.code.mkdir(parents=True)

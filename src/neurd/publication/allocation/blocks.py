@@ -28,7 +28,6 @@ EXIT_STOPPED = 75  # neurd neural-run stopped at its wall-time budget, its state
 
 def published_seeds(publication: Path) -> dict[str, list[int]]:
     """``{game: [run seed]}`` the publication holds (none where it has no manifest)."""
-
     manifest = read_manifest(publication) or {}
     return {g: list(e.get("seeds", [])) for g, e in manifest.get("games", {}).items()}
 
@@ -36,7 +35,6 @@ def published_seeds(publication: Path) -> dict[str, list[int]]:
 def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
     """The publication's blocks in progress (each with the share of its cycles done), and the
     bytes the paper-scale run may still add to the repository's history."""
-
     manifest = read_manifest(publication)
     if manifest is None:
         return [], float(gpu_schedule.HISTORY_CAP)
@@ -56,7 +54,6 @@ def published_progress(publication: Path, cfg: dict) -> tuple[list, float]:
 
 def repository_bytes(results: Path, cfg: dict):
     """Bytes per seed of a finished block and of a block-in-progress state, per game."""
-
     sizes = {g: bytes_per_seed(cfg, g, games.load(results / f"neural/{g}/game.npz"))
              for g in cfg["games"]}
     return Bytes(block={g: b for g, (b, _) in sizes.items()},
@@ -76,7 +73,6 @@ def run_block(report: Report, cfg: dict, block, results: Path, env: dict,
     one critic); ``keep_state``: a job that finishes keeps its state at its last row too
     (``state`` in the record), to be held in progress where another critic of its seeds does
     not finish."""
-
     work = results / "allocation" if work is None else work
     left = hard_deadline - time.monotonic()
     record = {"block": f"{block.game}/{block.name}", "slot": block.slot,
@@ -144,7 +140,6 @@ def run_jobs(report: Report, cfg: dict, step: gpu_schedule.Allocation, results: 
     at the end of their slot (blocks in progress for the next allocation).  In a game of
     several critics each job keeps its state at the end, and a block whose seeds' other
     critics did not all finish is held in progress (:func:`whole_groups`)."""
-
     shutil.rmtree(results / "allocation/neural", ignore_errors=True)  # nothing earlier packed
     finished, stopped, held = [], [], {}
     env = environment(platform, SRC, cache, variant, 0.9 / step.parallel)
@@ -182,7 +177,6 @@ def whole_groups(cfg: dict, finished: list[Path], stopped: list[Path], held: dic
     """``(finished, stopped)`` with every finished block of a game of several critics whose
     seeds' blocks of the other critics did not all finish moved to ``stopped`` as the state it
     kept at its end (``held[folder]``; a seed is published with every critic at once)."""
-
     done: dict[tuple, set] = {}
     for folder in finished:
         critic, first, last = parse_block(folder.name)

@@ -23,7 +23,6 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
                  games: list[str]) -> bool:
     """The device check's cycles, a process per game and device, on the CPU and twice on the
     device, all at once; compared here."""
-
     work = report.work / "check"
     work.mkdir(exist_ok=True)
     runs = [(where, game, critic) for where in ("cpu", "a", "b") for game in games

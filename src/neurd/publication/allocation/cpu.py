@@ -133,7 +133,6 @@ def others_share(busy_before: float | None, children_before: float, wall: float)
     and ``children_before`` (this process's waited-for children's CPU seconds), over ``wall``
     seconds: the machine's other processes and the hypervisor's steal, what took the CPU
     from a measurement."""
-
     now = busy_seconds()
     if busy_before is None or now is None or wall <= 0:
         return None
@@ -148,8 +147,6 @@ def measure(report, places: Places, cfg: dict, env: dict, deadline: float,
     :data:`SIZES`, one program at a time (a worker per game and critic, Kuhn first, on the
     CPU devices its jobs make: :func:`neurd.neural.device.job_devices`); each row says how
     many cores other processes kept busy meanwhile (``others_cores``)."""
-
-
     rows = []
     folder = places.work / "measure"
     shutil.rmtree(folder, ignore_errors=True)
@@ -187,7 +184,6 @@ def job_env(places: Places, checkpoint_minutes: float = CHECKPOINT_MINUTES) -> d
     """The jobs' environment: this copy's source on the CPU, the state saved every
     ``checkpoint_minutes``, a compilation cache the jobs share, and the commit read from the
     copy's revision file (git is kept from finding the working tree around it)."""
-
     env = job_environment("cpu", SRC, cache=places.work / "jax-cache")
     env.update(NEURD_CHECKPOINT_MINUTES=str(checkpoint_minutes),
                GIT_CEILING_DIRECTORIES=str(ROOT.parent))
@@ -217,7 +213,6 @@ class Background:
         """The job of ``block`` starts: the report names it, and where its tables and its state
         go (what :func:`neurd.publication.allocation.background.pack_left` packs if the allocation
         ends here)."""
-
         folder = self.places.run / f"neural/{block.game}/blocks/{block.name}"
         self.current = (f"{block.game}/{block.name}", folder / "run.log")
         with self.report.lock:
@@ -261,7 +256,6 @@ class Background:
 
 def _throughput(bg: Background, cfg: dict, env: dict) -> list[dict]:
     """The rows that price the blocks: kept for this processor and code, else measured."""
-
     places, report = bg.places, bg.report
     cpu = processor()
     code = source_hash(PACKAGE / "neural", PACKAGE / "tabular")
@@ -311,7 +305,6 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
     and the job running with its folders: what
     :func:`neurd.publication.allocation.background.pack_left` packs
     where the allocation ends without packing."""
-
     throughput, sizes = Throughput(rows), repository_bytes(bg.places.results, cfg)
     done: dict[str, list[int]] = {}
     history, slowdown = 0.0, 1.0
@@ -362,7 +355,6 @@ def run_blocks(bg: Background, cfg: dict, rows: list[dict], env: dict) -> None:
 
 def alloc_cycles(cfg: dict, game: str, done_before: float) -> int:
     """Learning cycles a job that finished did here (what a resumed one had done excluded)."""
-
     return int(round((1.0 - done_before) * cycles(cfg, game)))
 
 

@@ -17,7 +17,6 @@ def pack_blocks(report: Report, cfg: dict, results: Path, finished: list[Path],
     """Pack the finished blocks' tables and the stopped blocks' states (with their logs), run in
     ``work`` (default ``results/allocation``), into ``blocks.json`` and its parts in the folder
     that comes back, with the report."""
-
     files = {}
     for folder, names in [(f, ("curves.parquet", "policies.parquet")) for f in finished] + [
             (f, state_files(f)) for f in stopped]:

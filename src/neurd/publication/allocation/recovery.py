@@ -60,7 +60,6 @@ def pack_left(places: Places) -> list[str] | None:
     the job running saved last (its jobs still running killed first, as a stop kills them);
     the pack's blocks (``game/name``, a state ``(in progress)``), or None where there is
     nothing of the kind.  Without it the next allocation would start over those folders."""
-
     report = left_unpacked(places)
     if report is None:
         return None
@@ -186,7 +185,6 @@ def stop_from_disk(places: Places, why: str, wait: float) -> int:
     """Stop where the lock or the report cannot be read: every process of the allocation's
     code stopped, every finished block and saved state on disk packed (the unreadable report
     kept aside, renamed), the lock removed."""
-
     print(f"{why}: stopping what runs of the allocation's code, packing what is on disk")
     for sig, seconds in ((signal.SIGTERM, wait), (signal.SIGKILL, 30.0)):
         for pid in processes_of(places):

@@ -289,7 +289,6 @@ def throughput(args) -> int:
 
 def _cudart():
     """The CUDA runtime library JAX loaded (for ``cudaProfilerStart``/``Stop``)."""
-
     for folder in sys.path:
         for path in sorted(glob.glob(os.path.join(folder, "nvidia", "**", "libcudart.so*"),
                                      recursive=True)):
