@@ -82,7 +82,8 @@ def test_the_folders_that_hold_a_pack_are_published(tmp_path):
     assert done.returncode == 0, done.stderr
     assert calls == [" ".join(["published-add", "workflow/config/paper.yaml", str(cpu_out),
                                *KEEP]),
-                     "published-readme published/paper", "published-findings published/paper"]
+                     "published-readme published/paper", "published-findings published/paper",
+                     "published-costs published/paper"]
     (out / "gpu-1").mkdir()
     (out / "gpu-1/blocks.json").write_text("{}")
     (tmp_path / "calls.txt").unlink()
