@@ -7,7 +7,8 @@ that run it, each a process of its own.
 A worker runs in a subprocess whose ``PYTHONPATH`` names the source tree it times -- this
 one, or an older ``--baseline`` tree -- and is started as this file (not as a module of the
 package, which an older tree may not have), so this module imports nothing at module level
-but the standard library, nothing of its package, and ``neurd`` only inside its functions; the
+but the standard library and numpy, nothing of its package, and ``neurd`` only inside its
+functions; the
 timing itself uses only what older trees have too (``train.initial_states``,
 ``train.configuration_keys``, ``train.run_segment``); the checkpoint evaluation
 (:func:`checkpoint_seconds`) is this tree's only.  :mod:`.measurement` (the allocation's
