@@ -56,7 +56,8 @@ from neurd.publication.allocation.places import ROOT
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m neurd.publication.allocation cpu",
+                                     description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
     for mode, text in (("start", "start an allocation in the background"),
                        ("status", "what the allocation does, or what the last one left"),

@@ -72,7 +72,8 @@ DESCRIPTION = "One short GPU allocation's work for the paper-scale Fig 6, in one
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m neurd.publication.allocation gpu",
+                                     description=DESCRIPTION)
     sub = parser.add_subparsers(dest="mode")
     t = sub.add_parser("table", help="an allocation report's throughput as Markdown")
     t.add_argument("report", help="allocation.json, or a report kept in bench/gpu/allocations")
