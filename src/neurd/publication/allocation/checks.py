@@ -16,8 +16,6 @@ from neurd.publication.allocation.processes import run_all
 from neurd.publication.allocation.report import Report
 from neurd.publication.allocation.timing import SIZES
 
-CYCLES = [sys.executable, "-m", "neurd.publication.allocation.device_check", "cycles"]
-
 
 def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
                  games: list[str]) -> bool:
@@ -27,8 +25,8 @@ def check_device(report: Report, games_dir: Path, platform: str, seconds: float,
     work.mkdir(exist_ok=True)
     runs = [(where, game, critic) for where in ("cpu", "a", "b") for game in games
             for critic in (("learned", "exact") if game in device_check.EXACT else ("learned",))]
-    jobs = [([*CYCLES, "--games", str(games_dir), "--game", game, "--critic", critic, "--out",
-              str(work / f"{where}_{game}_{critic}.npz")],
+    jobs = [([*device_check.CYCLES, "--games", str(games_dir), "--game", game, "--critic",
+              critic, "--out", str(work / f"{where}_{game}_{critic}.npz")],
              environment("cpu" if where == "cpu" else platform)) for where, game, critic in runs]
     for (where, game, critic), done in zip(runs, run_all(jobs, seconds, limit=16)):
         if done is None or done.returncode != 0:
@@ -89,8 +87,9 @@ def check_variants(report: Report, games: list[str], platform: str, cache: Path,
         what.append(None)
         for game in games:
             for where in ("a", "b"):
-                jobs.append(([*CYCLES, "--games", str(report.games_dir), "--game", game, "--critic",
-                              "learned", "--variant", variant.name, "--out",
+                jobs.append(([*device_check.CYCLES, "--games", str(report.games_dir),
+                              "--game", game, "--critic", "learned", "--variant", variant.name,
+                              "--out",
                               str(work / f"{variant.name}_{where}_{game}.npz")], env))
                 what.append((variant.name, game, where))
     done = run_all(jobs, seconds)

@@ -51,6 +51,8 @@ GAMES = ("kuhn", "leduc", "goofspiel")
 EXACT = ("kuhn", "leduc")
 # CPU vs GPU after three cycles, float32 networks; the NashConv bound is the one a publication's
 # reproduction is held to (neurd.publication)
+# its cycles worker (this tree's), as the check and the allocation's device check start it
+CYCLES = [sys.executable, "-m", "neurd.publication.allocation.device_check", "cycles"]
 AGREEMENT = {"table": 1e-3, "nash_conv": AGREEMENT_NASH_CONV}
 
 
@@ -264,20 +266,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _me() -> list[str]:
-    """The command line that runs this module (its cycles workers: this tree's)."""
-    return [sys.executable, "-m", "neurd.publication.allocation.device_check"]
-
-
 def cycles(check: Check, args) -> None:
     """Step 1: the cycles on the CPU and twice on the device, compared."""
     out, games_dir, chosen = check.out, Path(args.games), ["--game", *args.game]
     files = {"cpu": out / "cycles_cpu.npz", "gpu": [out / "cycles_gpu_a.npz",
                                                    out / "cycles_gpu_b.npz"]}
-    cpu = check.run("cycles on the CPU", _me() + ["cycles", "--games", str(games_dir), "--out",
+    cpu = check.run("cycles on the CPU", CYCLES + ["--games", str(games_dir), "--out",
                                                   str(files["cpu"]), *chosen],
                     worker_env("cpu"), needs=30)
-    gpu = [check.run(f"cycles on the GPU ({k})", _me() + ["cycles", "--games", str(games_dir),
+    gpu = [check.run(f"cycles on the GPU ({k})", CYCLES + ["--games", str(games_dir),
                                                          "--out", str(f), *chosen],
                      worker_env(args.platform), needs=30)
            for k, f in zip("ab", files["gpu"])]
