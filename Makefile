@@ -57,6 +57,7 @@ readings-paper-stop: $(STAMP)
 readings-paper-publish: $(STAMP)
 	$(BIN)/python -m neurd.paper_readings publish
 	$(BIN)/python -m neurd.paper_readings report
+	$(BIN)/python -m neurd.paper_readings raw-logits
 
 # The zoo (not part of `make figures`): counterfactual NeuRD against SPG, CFR and CFR+ on
 # every small two-player zero-sum game OpenSpiel registers (config section zoo; docs/zoo.md,

@@ -188,7 +188,7 @@ def test_loss_gradients_are_their_formulas():
         pi = np.asarray(learners.policy(logits, legal))
         q_legal = np.where(legal, q, 0.0)
         advantage = np.where(legal, q_legal - (pi * q_legal).sum(-1, keepdims=True), 0.0)
-        grad = jax.grad(lambda y: losses.neurd_loss(y, q, legal, weights, 100.0)[0])(logits)
+        grad = jax.grad(lambda y: losses.neurd_loss(y, q, legal, weights, 100.0, False)[0])(logits)
         np.testing.assert_allclose(grad, -weights[:, None] * advantage, atol=1e-14)
         grad = jax.grad(lambda y: losses.spg_loss(y, q, legal, weights)[0])(logits)
         np.testing.assert_allclose(grad, -weights[:, None] * pi * advantage, atol=1e-14)
@@ -198,7 +198,8 @@ def test_neurd_threshold_stops_pushing_out_but_lets_logits_move_back():
     logits = jnp.asarray([[2.5, -2.5, 0.0]])  # centred: +2.5, -2.5, 0
     legal = jnp.ones((1, 3), bool)
     grad = lambda q: jax.grad(  # noqa: E731
-        lambda y: losses.neurd_loss(y, jnp.asarray([q]), legal, jnp.ones(1), 2.0)[0])(logits)
+        lambda y: losses.neurd_loss(y, jnp.asarray([q]), legal, jnp.ones(1), 2.0, False)[0])(
+            logits)
     out = np.asarray(grad([3.0, -3.0, 0.0]))  # would push both further out
     assert out[0, 0] == 0 and out[0, 1] == 0 and out[0, 2] != 0
     back = np.asarray(grad([-3.0, 3.0, 0.0]))  # moves both back towards the centre

@@ -112,7 +112,7 @@ def _run(compiled, **reading):
     return experiment.run(compiled, plan)
 
 
-@pytest.mark.parametrize("reading", [{"neurd_logits": "centred"},
+@pytest.mark.parametrize("reading", [{"neurd_logits": "raw"},
                                      {"loss_normalisation": "batch_sum"},
                                      {"loss_normalisation": "trajectory_mean"},
                                      {"networks": "per_player"}])
@@ -123,7 +123,7 @@ def test_every_reading_runs_end_to_end_and_changes_the_numbers(kuhn, reading):
     other = _run(kuhn, **reading)
     assert np.isfinite(other["nash_conv"]).all()
     assert not np.array_equal(default["nash_conv"][-1], other["nash_conv"][-1])
-    if reading == {"neurd_logits": "centred"}:  # SPG's configurations (the last two) agree
+    if reading == {"neurd_logits": "raw"}:  # SPG's configurations (the last two) agree
         np.testing.assert_array_equal(default["nash_conv"][:, 2:], other["nash_conv"][:, 2:])
 
 
@@ -133,11 +133,11 @@ def test_the_config_keys_reach_the_learner():
     cfg = {"algorithms": [NEURD, SPG], "hidden_sizes": [128, 128], "critic_batch": 4,
            "policy_batch": 256, "critic_updates_per_policy_update": 4,
            "policy_learning_rate": 0.002, "critic_learning_rate": 0.01, "optimizer": "sgd",
-           "beta": 2.0, "matmul_precision": "float32", "neurd_logits": "centred",
+           "beta": 2.0, "matmul_precision": "float32", "neurd_logits": "raw",
            "loss_normalisation": "batch_sum", "networks": "per_player"}
     made = spec(cfg, "learned")
     assert (made.neurd_logits, made.loss_normalisation, made.networks, made.hidden) == (
-        "centred", "batch_sum", "per_player", (128, 128))
+        "raw", "batch_sum", "per_player", (128, 128))
 
 
 def test_algorithm_1s_plain_sum_diverges_at_the_papers_learning_rates():

@@ -58,9 +58,9 @@ def test_a_bad_reading_is_refused_naming_it(variants, named):
 
 
 def test_a_study_of_its_own_replaces_the_default_variants():
-    config = _config({"variants": {"centred": {"neurd_logits": "centred"}}})
+    config = _config({"variants": {"raw": {"neurd_logits": "raw"}}})
     validate(config, SCHEMAS)
-    assert set(reading_sections(copy.deepcopy(config))) == {DEFAULT_READING, "centred"}
+    assert set(reading_sections(copy.deepcopy(config))) == {DEFAULT_READING, "raw"}
 
 
 # --- the logged logits (neural.logits_log) -----------------------------------------------------

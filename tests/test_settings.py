@@ -31,6 +31,20 @@ def test_spec_is_the_schemas_settings_then_the_run_time_knobs():
         settings.TABLE_SETTINGS)
 
 
+def test_the_losses_keyword_defaults_are_the_schemas():
+    """NeuRD's loss, called without a config, reads its logits as the config's default does
+    (neural.neurd_logits) and thresholds them at its default beta: one default, not two."""
+    import inspect
+
+    from neurd.neural import losses
+
+    for function in (losses.neurd_loss, losses.common_mode_gradient):
+        keywords = inspect.signature(function).parameters
+        assert keywords["centre"].default == losses.CENTRINGS[
+            settings.default("neurd_logits")], function.__name__
+    assert inspect.signature(losses.neurd_loss).parameters["beta"].default == (
+        settings.default("beta"))
+
 ADDED = """      my_knob:
         x-spec: my_knob
         type: number

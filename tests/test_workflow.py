@@ -228,14 +228,14 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
         "           exact_critic_games: [], entropies: [0.0, 0.1, 1.0],\n"
         "           logits_log: {seeds: [1], entropies: [0.0]}}\n"
         "  variants:\n"
-        "    centred_logits: {neurd_logits: centred}\n"
+        "    raw_logits: {neurd_logits: raw}\n"
         "    exact_critic: {critic: exact}\n")
     run = snakemake(workdir, "readings", "--cores", "2", "--configfile",
                      "workflow/config/smoke.yaml", "tiny.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
     assert "rule neural_run:" not in run.stdout + run.stderr
     grid = pd.read_parquet(workdir / SMOKE / "readings/grid.parquet")
-    readings = ["default", "centred_logits", "exact_critic"]
+    readings = ["default", "raw_logits", "exact_critic"]
     assert set(grid.reading) == set(readings)
     claims = grid.claim.unique()
     assert len(claims) >= 5 and len(grid) == len(claims) * len(readings)
@@ -260,7 +260,7 @@ def test_the_readings_study_gives_every_cell_a_number_and_a_verdict(smoke_run, t
     assert len(job) == 24 * len(logits[logits.reading == "default"])  # Kuhn: 24 legal pairs
     assert np.isfinite(job.centred_logit).all()
     # a missing file of the study, intermediate or not, is made again by `snakemake readings`
-    deleted = [f"{SMOKE}/readings/centred_logits/neural/kuhn/{name}" for name in
+    deleted = [f"{SMOKE}/readings/raw_logits/neural/kuhn/{name}" for name in
                ("policies.parquet", "jobs/learned_0_logits.parquet")]
     deleted += [f"{SMOKE}/readings/exact_critic/neural/diagnostics.parquet"]
     for name in deleted:

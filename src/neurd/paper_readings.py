@@ -14,7 +14,9 @@ It runs in the background, at the lowest priority, from a frozen copy of the cod
 (:func:`start`); a cell saves its state every two minutes and resumes from it; ``publish``
 copies the finished cells' curves and the unfinished cells' states into the repository's
 ``published/readings/paper-length`` (a later session, on another machine, resumes them
-there); ``report`` draws the figure and writes the table docs/readings.md quotes.
+there); ``report`` draws the figure and writes the table docs/readings.md quotes;
+``raw-logits`` draws the raw reading's paper-scale publication and counts its divergences
+(:mod:`neurd.paper_readings_raw`).
 
 The cells' settings are the paper config's where the study does not name them (learning
 rates, batches, threshold, the checkpoint grid), read by the same code as ``compare()``
@@ -41,6 +43,7 @@ from neurd.comparison import neural_section
 from neurd.names import GAMES, NEURD, SPG
 from neurd.neural import runs
 from neurd.neural.results import CURVES_COLUMNS, run_table
+from neurd.paper_readings_raw import report as raw_logits_report
 from neurd.paper_readings_report import report
 from neurd.revision import git_revision, source_hash
 from neurd.tables import config_hash, write_table
@@ -419,7 +422,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m neurd.paper_readings",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["start", "run", "cell", "status", "stop",
-                                            "publish", "report"])
+                                            "publish", "report", "raw-logits"])
     parser.add_argument("--minutes", type=float, default=600.0)
     parser.add_argument("--name", help="cell: the cell's name")
     parser.add_argument("--seconds", type=float, help="cell: its wall-time budget")
@@ -447,6 +450,8 @@ def main(argv=None) -> int:
         return stop(args.work)
     if args.command == "publish":
         return publish(args.work, args.published)
+    if args.command == "raw-logits":
+        return raw_logits_report(args.published)
     return report(args.published)
 
 

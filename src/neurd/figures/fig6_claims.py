@@ -275,7 +275,7 @@ def _cause(runs: pd.DataFrame, diagnostics: pd.DataFrame, game: str, cfg: Mappin
     tables have the growth columns, the median over those runs of the common mode and the
     largest centred logit at their last checkpoint before diverging ('' where neither)."""
     said = []
-    if cfg.get("neurd_logits", "raw") == "raw" and (runs.algorithm == NEURD).any():
+    if cfg.get("neurd_logits") == "raw" and (runs.algorithm == NEURD).any():
         said.append("NeuRD's loss on the network's raw outputs (neural.neurd_logits raw), whose "
                     "common mode nothing bounds (docs/readings.md)")
     if "common_mode" in diagnostics:

@@ -24,14 +24,16 @@ Two readings the paper leaves open are config keys (the README's readings
 study measures each):
 
 * ``neural.neurd_logits``: NeuRD's ``y`` is the network's raw output
-  (``raw``, the default), its output centred over the legal actions
-  (``centred``, as R-NaD's ``get_loss_nerd`` and OpenSpiel's counterfactual
+  (``raw``, Algorithm 1 as written), its output centred over the legal actions
+  (``centred``, the default, as R-NaD's ``get_loss_nerd`` and OpenSpiel's counterfactual
   NeuRD), or centred over all the network's outputs, legal or not
   (``centred_all``, as OpenSpiel's sample-based ``BatchNeuRDLoss``, which also
   thresholds those logits).  For a table the readings are the same step; for a
   shared network the raw reading's common-mode part ``-mean_a y(x, a) sum_a
   A(x, a)`` moves the output biases and nothing bounds it
-  (:func:`common_mode_gradient`).
+  (:func:`common_mode_gradient`): at the paper's length NeuRD's raw runs diverge
+  (docs/readings.md).  The keyword ``centre``'s default here is the config's
+  (``CENTRINGS[default]``; tested).
 * ``neural.loss_normalisation``: the policy loss weights each visited state
   by its visits divided by its player's visits (``player_mean``, the
   default), by its visits (``batch_sum``: Algorithm 1's sum over every step
@@ -90,7 +92,7 @@ def threshold_mask(logits: jax.Array, advantage: jax.Array, legal: jax.Array, be
     return legal & ~blocked
 
 
-def neurd_loss(logits, q, legal, weights, beta: float = 2.0, centre: bool | str = False):
+def neurd_loss(logits, q, legal, weights, beta: float = 2.0, centre: bool | str = True):
     """NeuRD: ``-sum_x w(x) sum_a y(x, a) A(x, a)``, thresholded; also the share blocked.
 
     ``centre``: ``False``: ``y`` is the raw logits; ``True``: the logits centred over the
@@ -104,7 +106,7 @@ def neurd_loss(logits, q, legal, weights, beta: float = 2.0, centre: bool | str 
                                                        centre)
 
 
-def common_mode_gradient(logits, q, legal, weights, beta: float, centre: bool | str = False
+def common_mode_gradient(logits, q, legal, weights, beta: float, centre: bool | str = True
                          ) -> jax.Array:
     """``[N]``: the gradient of NeuRD's loss along each state's common mode, the derivative
     in ``c`` of the loss at ``logits + c`` on the legal actions (the direction the softmax
