@@ -30,27 +30,25 @@ SPREAD = rf"mean average NashConv: NeuRD {NUMBER}, SPG {NUMBER}$"
 # (the page's words, whitespace folded; game; words of the claim; what the row's measured
 # text gives, the same numbers in the same order; how many of them the quote takes)
 QUOTES = [
-    ("NeuRD ends lower (2.70-2.79 vs 3.75-3.87,", "leduc", "lowest final", FINAL, 2),
-    ("pairs (3.30-3.33 vs 5.43-5.48)", "leduc", "average NashConv", AVERAGE, 2),
-    ("(spread 0.305-0.459 vs 1.75-1.84)", "leduc", "less sensitive", SPREAD, 2),
-    ("(0.226-0.230 vs 0.226-0.227; paired difference 0.0002-0.0029, 95% CI [-0.016 to "
-     "-0.011, 0.015-0.019]: tie)",
-     "kuhn",
-     "lowest final", FINAL, 6),
-    ("the lower average NashConv (0.47 vs 0.59,", "kuhn", "average NashConv", AVERAGE, 2),
-    ("the smaller spread (0.22 vs 0.41-0.42)", "kuhn", "less sensitive", SPREAD, 2),
-    ("with the exact q in the critic's place NeuRD ends below SPG (0.32 vs 0.36) while with "
-     "the learned critic it does not (0.54-0.56 vs 0.42), and NeuRD's critic is the less "
-     "accurate one (RMS error 0.34-0.36 vs 0.21)", "kuhn", "exact q",
+    ("NeuRD ends lower (2.89 vs 3.80,", "leduc", "lowest final", FINAL, 2),
+    ("pairs (3.35 vs 5.45)", "leduc", "average NashConv", AVERAGE, 2),
+    ("(spread 0.351 vs 1.81)", "leduc", "less sensitive", SPREAD, 2),
+    ("(0.225 vs 0.227; paired difference -0.00155, 95% CI [-0.0218, 0.0195]: tie)",
+     "kuhn", "lowest final", FINAL, 6),
+    ("the lower average NashConv (0.463 vs 0.59,", "kuhn", "average NashConv", AVERAGE, 2),
+    ("the smaller spread (0.227 vs 0.414)", "kuhn", "less sensitive", SPREAD, 2),
+    ("with the exact q in the critic's place NeuRD ends below SPG (0.313 vs 0.355) while with "
+     "the learned critic it ends level (0.433 vs 0.419), and NeuRD's critic is the less "
+     "accurate one (RMS error 0.26 vs 0.205)", "kuhn", "exact q",
      rf"exact critic NeuRD {NUMBER}, SPG {NUMBER}; learned critic NeuRD {NUMBER}, SPG "
      rf"{NUMBER}; learned critic's final RMS error NeuRD {NUMBER}, SPG {NUMBER};", 6),
     ("in a median 128 iterations vs SPG's 1500", "kuhn", "converges faster",
      rf"phase 2 \(level [^)]*\): median NeuRD {NUMBER}, SPG {NUMBER} iterations", 2),
     ("NeuRD and SPG end level (1.38 vs 1.40,", "goofspiel", "lowest final", FINAL, 2),
-    ("paired difference -0.020, 95% CI [-0.041, 0.007]: tie", "goofspiel", "lowest final",
+    ("paired difference -0.0222, 95% CI [-0.0426, 0.00604]: tie", "goofspiel", "lowest final",
      rf"paired difference NeuRD - SPG {NUMBER}, {NUMBER}% CI \[{NUMBER}, {NUMBER}\]", 4),
-    ("So its average NashConv (1.69 vs 1.56)", "goofspiel", "average NashConv", AVERAGE, 2),
-    ("its entropy sensitivity (0.39 vs 0.03)", "goofspiel", "less sensitive", SPREAD, 2),
+    ("So its average NashConv (1.61 vs 1.56)", "goofspiel", "average NashConv", AVERAGE, 2),
+    ("its entropy sensitivity (0.288 vs 0.031)", "goofspiel", "less sensitive", SPREAD, 2),
 ]
 # A number of the page, or a range of the values seen across CPU models: "low-high", or
 # "low to high" where the high end is negative too
