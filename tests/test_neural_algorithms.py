@@ -49,7 +49,10 @@ def test_the_built_in_algorithms_are_registered_the_papers_first():
 
 
 @pytest.mark.parametrize("name, formula", [
-    (NEURD, lambda pi, a, w: -w * a),
+    # NeuRD's default reading: its logits centred over the legal actions (the advantage
+    # minus its mean over them; the raw reading's is -w A: tests/test_common_mode.py)
+    (NEURD, lambda pi, a, w: -w * (a - a.sum(1, keepdims=True)
+                                   / np.asarray(LEGAL).sum(1, keepdims=True))),
     (SPG, lambda pi, a, w: -w * pi * a),
     ("rmpg", lambda pi, a, w: -w * pi * (np.maximum(a, 0)
                                          - (pi * np.maximum(a, 0)).sum(1, keepdims=True))),

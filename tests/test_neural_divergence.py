@@ -32,7 +32,9 @@ def leduc():
 
 
 def _plan(seeds=(0,)):
-    return experiment.Plan(game="leduc", spec=train.Spec(loss_normalisation="batch_sum"),
+    # a run that diverges: Algorithm 1's plain sum over the batch under the raw reading
+    return experiment.Plan(game="leduc", spec=train.Spec(loss_normalisation="batch_sum",
+                                                         neurd_logits="raw"),
                            entropies=(0.0, 0.1), run_seeds=seeds, seed=0,
                            phase_iterations=400, phases=2, geometric=2, linear=4,
                            seeds_per_batch=1)
