@@ -61,12 +61,12 @@ LAYERS = [
     # a run's provenance, a publication checked against its config file, the readings
     # study's grid step (its tables and its figure), a publication's Fig 6 claims written into
     # the findings page, the time make figures expects, the paper-length readings study (its
-    # background runner, its table and figure), the allocations that compute a publication's
-    # blocks, the command line
+    # background runner, its table and figure, the raw reading's publication drawn beside
+    # them), the allocations that compute a publication's blocks, the command line
     ["neurd.provenance", "neurd.publication.commands", "neurd.readings_grid",
      "neurd.publication.findings", "neurd.publication.costs_page",
      "neurd.expected_time", "neurd.paper_readings",
-     "neurd.paper_readings_report", "neurd.publication.allocation",
+     "neurd.paper_readings_report", "neurd.paper_readings_raw", "neurd.publication.allocation",
      "neurd.publication.allocation.*", "neurd.cli"],
 ]
 
