@@ -42,6 +42,7 @@ from neurd import games
 from neurd.comparison import neural_section
 from neurd.names import GAMES, NEURD, SPG
 from neurd.neural import runs
+from neurd.neural.environment import job_flags
 from neurd.neural.results import CURVES_COLUMNS, run_table
 from neurd.paper_readings_raw import report as raw_logits_report
 from neurd.paper_readings_report import report
@@ -339,8 +340,10 @@ def start(work: Path, published: Path, minutes: float, iterations: int = PHASE_I
     elif _git("status", "--porcelain", "--", "src", "workflow", text=True).stdout.strip():
         print(f"note: the study runs the commit checked out ({commit[:10]}); uncommitted "
               "changes to src/ and workflow/ are not in it")
+    # the neural jobs' XLA flags: at the lowest priority a CPU device may wait for the other
+    # far longer than XLA's default allows before it aborts the cell
     env = {**os.environ, "PYTHONPATH": str(code / "src"), "NEURD_PROGRESS_SECONDS": "300",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", "XLA_FLAGS": job_flags(os.environ.get("XLA_FLAGS", ""))}
     log = open(work / "log.txt", "a")
     process = subprocess.Popen(
         [sys.executable, "-m", "neurd.paper_readings", "run", "--minutes", str(minutes),

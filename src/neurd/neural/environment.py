@@ -19,17 +19,28 @@ from neurd.neural import variants
 # on a GPU, scatter-adds (segment sums) are atomic and their order varies from run to run
 # unless XLA is told to be deterministic; every neural job runs under it
 DETERMINISTIC = "--xla_gpu_deterministic_ops=true"
+# on a CPU, a job's configurations shared between its CPU devices meet at collectives; XLA
+# aborts the process where one device waits for the others longer than 40 s, which a job at
+# the lowest priority (a background allocation, the paper-length readings study) does
+# whenever the machine's foreground work takes its cores: those waits may last an hour
+# (a real deadlock still ends), and are not logged as stuck before ten minutes
+CPU_COLLECTIVE_TIMEOUTS = ("--xla_cpu_collective_call_terminate_timeout_seconds=3600",
+                           "--xla_cpu_collective_call_warn_stuck_timeout_seconds=600")
 
 
 def job_flags(flags: str = "", variant: variants.Variant | None = None,
               deterministic: bool = True) -> str:
     """``flags`` (an ``XLA_FLAGS`` value) for a neural job: any deterministic-ops flag
     replaced by :data:`DETERMINISTIC` (left out with ``deterministic=False``, as a timing
-    without it), and ``variant``'s command-buffer flag in place of any there."""
+    without it), the CPU collectives' timeouts of :data:`CPU_COLLECTIVE_TIMEOUTS` where
+    ``flags`` set none (neither changes a number), and ``variant``'s command-buffer flag in
+    place of any there."""
     if not isinstance(flags, str):
         raise TypeError(f"XLA flags {flags!r} are not a string")
     kept = [f for f in flags.split() if "xla_gpu_deterministic_ops" not in f]
-    flags = " ".join(kept + ([DETERMINISTIC] if deterministic else []))
+    given = {f.split("=")[0] for f in kept}
+    flags = " ".join(kept + [f for f in CPU_COLLECTIVE_TIMEOUTS if f.split("=")[0] not in given]
+                     + ([DETERMINISTIC] if deterministic else []))
     return flags if variant is None else variants.xla_flags(variant, flags)
 
 
