@@ -236,7 +236,7 @@ def plot(grid: pd.DataFrame, other: pd.DataFrame, collapse: pd.DataFrame, readin
                 ["iteration", "phase"])
             ax.plot(run.iteration, run.policy_entropy, label=reading.replace("_", " "),
                     lw=1.4 if reading == DEFAULT_READING else 0.8)
-        ax.set_title(rf"{game}: NeuRD's policy entropy, entropy level $\alpha$ = {lowest:g}",
+        ax.set_title(f"{game}: NeuRD's policy entropy,\n" + rf"entropy level $\alpha$ = {lowest:g}",
                      fontsize=9)
         ax.set_xlabel("learning iterations", fontsize=8)
         ax.tick_params(labelsize=7)
