@@ -26,6 +26,8 @@ DRAWING_STEPS = {
     "neurd.readings_grid": "neurd readings-grid: the readings study's tables and figure",
     "neurd.publication.findings": "neurd published-findings: a publication's Fig 6 claims "
                                 "written into docs/findings.md",
+    "neurd.paper_readings_raw": "python -m neurd.paper_readings raw-logits: the raw reading's "
+                                "publication drawn as Fig 6's panels, a readings figure",
 }
 
 
