@@ -26,6 +26,7 @@ import pandas as pd
 from neurd.figures import fig6
 from neurd.names import game_title
 from neurd.neural.results import every_diverged_run
+from neurd.paper_readings_report import write_between
 from neurd.publication import check as check_publication
 from neurd.publication import check_content
 from neurd.publication.commands import expected_snapshot, neural_defaults
@@ -125,10 +126,6 @@ def report(out: Path, docs: Path = Path("docs/readings.md"), workflow: Path = Pa
     out.mkdir(parents=True, exist_ok=True)
     (out / TABLE).write_text(text)
     draw(made, neural, counts, out / PNG)
-    if docs.is_file():
-        page = docs.read_text()
-        if BEGIN in page and END in page:
-            head, rest = page.split(BEGIN, 1)
-            docs.write_text(head + BEGIN + "\n" + text + rest[rest.index(END):])
+    write_between(docs, BEGIN, END, text)
     print(f"{FOLDER}: {out / TABLE}, {out / PNG}")
     return 0

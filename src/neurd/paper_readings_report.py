@@ -229,6 +229,16 @@ BEGIN = "<!-- readings-paper: written by python -m neurd.paper_readings report -
 END = "<!-- /readings-paper -->"
 
 
+def write_between(docs: Path, begin: str, end: str, text: str) -> None:
+    """``text`` in place of what ``docs`` holds between its markers ``begin`` and ``end``
+    (nothing where the page or a marker is missing)."""
+    if docs.is_file():
+        page = docs.read_text()
+        if begin in page and end in page:
+            head, rest = page.split(begin, 1)
+            docs.write_text(head + begin + "\n" + text + rest[rest.index(end):])
+
+
 def report(published: Path, docs: Path = Path("docs/readings.md")) -> int:
     """Write the study's runs, table and figure into ``published`` and the table into
     ``docs`` between its markers."""
@@ -241,12 +251,7 @@ def report(published: Path, docs: Path = Path("docs/readings.md")) -> int:
     text = markdown(table(runs))
     (published / "table.md").write_text(text)
     figure(curves, published / "common_mode.png")
-    if docs.is_file():
-        page = docs.read_text()
-        if BEGIN in page and END in page:
-            head, rest = page.split(BEGIN, 1)
-            page = head + BEGIN + "\n" + text + rest[rest.index(END):]
-            docs.write_text(page)
+    write_between(docs, BEGIN, END, text)
     print(f"{len(curves)} cells, {len(runs)} runs: {published / 'table.md'}, "
           f"{published / 'common_mode.png'}")
     return 0
